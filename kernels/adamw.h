@@ -1,0 +1,17 @@
+#pragma once
+// AdamW (Loshchilov & Hutter): decoupled weight decay, bias-corrected moments.
+//   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
+//   p -= lr * ( (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) + weight_decay * p )
+// Matches torch.optim.AdamW. The caller passes weight_decay = 0 for tensors that are not decayed
+// (biases, layernorm, and any 1-D tensor).
+
+namespace sg::cpu {
+
+void adamw_update(float* params,       // (n)
+                  float* m,            // (n) first moment
+                  float* v,            // (n) second moment
+                  const float* grads,  // (n)
+                  long n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                  int step);           // 1-based step count t for the bias correction
+
+}  // namespace sg::cpu

@@ -1,0 +1,23 @@
+#pragma once
+// Linear layer: out = inp @ weight^T + bias, weight stored (OC, C) as in llm.c / nn.Linear.
+// Implemented with BLAS sgemm; bias may be null.
+
+namespace sg::cpu {
+
+void matmul_forward(float* out,           // (N,OC)
+                    const float* inp,     // (N,C)
+                    const float* weight,  // (OC,C)
+                    const float* bias,    // (OC) or nullptr
+                    int N, int C, int OC);
+
+// dinp += dout @ weight, dweight += dout^T @ inp, dbias += sum_n dout.
+// dinp may be null (e.g. the first layer's input needs no gradient); dbias null when bias is.
+void matmul_backward(float* dinp,          // (N,C)   += or nullptr
+                     float* dweight,       // (OC,C)  +=
+                     float* dbias,         // (OC)    += or nullptr
+                     const float* dout,    // (N,OC)
+                     const float* inp,     // (N,C)
+                     const float* weight,  // (OC,C)
+                     int N, int C, int OC);
+
+}  // namespace sg::cpu

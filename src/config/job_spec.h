@@ -1,0 +1,108 @@
+#pragma once
+// The job spec (DESIGN §2) as typed structs with their defaults. Parsed and validated once by
+// load_job_spec(); everything downstream trusts these values.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sg {
+
+struct ModelSpec {
+  std::string arch = "gpt2";  // gpt2 (resnet later)
+  int n_layer = 12;
+  int n_head = 12;
+  int n_embd = 768;
+  int context = 1024;
+  int vocab = 50257;           // padded internally to padded_vocab()
+  float init_std = 0.02f;      // GPT-2 initialisation
+};
+
+struct DataSpec {
+  std::string dataset = "synthetic";  // openwebtext | wikipedia | tokens | synthetic
+  std::string train;                  // glob of llm.c token shards (not for synthetic)
+  std::string val;                    // glob of validation shards (not for synthetic)
+  // synthetic: a random Markov chain over model.vocab tokens, generated from the seed.
+  int synthetic_order = 1;            // tokens of context the next-token law depends on
+  int synthetic_branching = 4;        // successors with non-negligible probability per state
+  int64_t synthetic_train_tokens = 1 << 20;
+  int64_t synthetic_val_tokens = 1 << 16;
+};
+
+struct OptimSpec {
+  std::string name = "adamw";      // adamw
+  double lr = 6.0e-4;
+  double min_lr = 6.0e-5;
+  int warmup_steps = 700;
+  std::string decay = "cosine";    // cosine | linear | constant
+  std::array<double, 2> betas{0.9, 0.95};
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;          // 0 disables clipping
+};
+
+struct TrainSpec {
+  int steps = 10000;
+  int global_batch = 512;          // sequences per optimizer step
+  int micro_batch = 8;             // sequences per replica per micro-step
+  int seq_len = 0;                 // 0 = model.context
+  std::string precision = "fp32";  // fp32 (bf16 | fp16 on CUDA later)
+  std::string recompute = "none";  // none | selective | full
+  bool deterministic = false;
+};
+
+struct EvalSpec {
+  int every = 250;   // steps between evaluations; 0 = only at the end
+  int steps = 20;    // validation batches per evaluation
+};
+
+struct ParallelSpec {
+  int data = 1;
+  int tensor = 1;
+  int pipeline = 1;
+  std::string schedule = "1f1b";  // gpipe | 1f1b
+  int zero = 0;                   // 0 | 1 | 2
+};
+
+struct DevicesSpec {
+  std::string backend = "cpu";  // cpu | cuda
+  int processes = 1;
+  int threads = 0;              // 0 = auto (cores / processes on the node)
+  double peak_tflops = 0;       // per device, for MFU; 0 = measured/assumed by the backend
+};
+
+struct CheckpointSpec {
+  int every = 1000;             // 0 = only at the end
+  int keep = 3;                 // newest checkpoints kept; 0 = keep all
+  std::string resume = "auto";  // auto | never | PATH
+};
+
+struct LogSpec {
+  std::string dir;  // default runs/<name>
+  int every = 1;    // steps between log lines
+};
+
+struct JobSpec {
+  std::string name = "job";
+  uint64_t seed = 1337;
+  ModelSpec model;
+  DataSpec data;
+  OptimSpec optim;
+  TrainSpec train;
+  EvalSpec eval;
+  ParallelSpec parallel;
+  DevicesSpec devices;
+  CheckpointSpec checkpoint;
+  LogSpec log;
+
+  std::string source;  // file the spec came from ("<embedded>" for built-in jobs)
+
+  int seq_len() const { return train.seq_len > 0 ? train.seq_len : model.context; }
+  // Micro-steps each replica runs per optimizer step.
+  int grad_accum_steps() const { return global_batch_per_replica() / train.micro_batch; }
+  int global_batch_per_replica() const { return train.global_batch / parallel.data; }
+  // Vocabulary padded to a multiple of 128 so GEMMs stay aligned and tensor parallelism divides.
+  int padded_vocab() const { return (model.vocab + 127) / 128 * 128; }
+};
+
+}  // namespace sg
