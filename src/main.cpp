@@ -1,1 +1,96 @@
-int main() { return 0; }
+// singularity: train large neural networks from a YAML job spec.
+// This file only wires the command line (CLI11) to the subcommands and maps errors to exit
+// codes: usage and job-spec errors exit 2, runtime errors exit 1, each reported on one line.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+namespace {
+
+struct Arguments {
+  std::string job;
+  std::vector<std::string> sets;
+  long stop_after = 0;
+  std::string checkpoint, prompt;
+  int tokens = 32;
+  double temperature = 1.0;
+  uint64_t seed = 1337;
+  bool peak = false;
+};
+
+void add_job_arguments(CLI::App* cmd, Arguments& args, bool job_required) {
+  auto* job = cmd->add_option("JOB", args.job,
+                              job_required ? "job spec (YAML)"
+                                           : "job spec (YAML); omitted: the embedded quickstart");
+  if (job_required) job->required();
+  cmd->add_option("--set", args.sets,
+                  "override a job-spec key, e.g. --set optim.lr=3e-4 (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"singularity: train large neural networks from a YAML job spec"};
+  app.set_version_flag("--version", std::string("singularity ") + SINGULARITY_VERSION);
+  app.require_subcommand(1);
+  Arguments args;
+
+  auto* train = app.add_subcommand("train", "validate the job, train, evaluate and checkpoint");
+  add_job_arguments(train, args, false);
+  train->add_option("--stop-after", args.stop_after,
+                    "stop after this many optimizer steps (checkpointed); the schedule still "
+                    "follows train.steps, so a later run resumes exactly")
+      ->check(CLI::PositiveNumber);
+
+  auto* plan = app.add_subcommand(
+      "plan", "validate the job and print the resolved spec, parameters, FLOPs and memory");
+  add_job_arguments(plan, args, false);
+
+  auto* sample = app.add_subcommand("sample", "generate tokens from a GPT checkpoint");
+  add_job_arguments(sample, args, false);
+  sample->add_option("--checkpoint", args.checkpoint,
+                     "checkpoint directory (step_*), or a run directory (newest checkpoint)")
+      ->required();
+  sample->add_option("--prompt", args.prompt, "prompt as token ids, e.g. \"1 2 3\"")->required();
+  sample->add_option("--tokens", args.tokens, "tokens to generate")->check(CLI::Range(1, 100000));
+  sample->add_option("--temperature", args.temperature, "sampling temperature; 0 = greedy")
+      ->check(CLI::Range(0.0, 100.0));
+  sample->add_option("--seed", args.seed, "sampling seed");
+
+  auto* info = app.add_subcommand("info", "backends compiled in, devices, library versions");
+  info->add_flag("--peak", args.peak, "also measure this machine's fp32 SGEMM peak");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help/version (code 0) or the error
+    return code == 0 ? 0 : sg::kExitUsage;
+  }
+
+  try {
+    if (*train) return sg::run_train_command(args.job, args.sets, args.stop_after);
+    if (*plan) return sg::run_plan_command(args.job, args.sets);
+    if (*sample) {
+      return sg::run_sample_command(args.job, args.sets, args.checkpoint, args.prompt,
+                                    args.tokens, args.temperature, args.seed);
+    }
+    if (*info) return sg::run_info_command(args.peak);
+  } catch (const sg::SpecError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return sg::kExitUsage;
+  } catch (const sg::RunError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return sg::kExitRuntime;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return sg::kExitRuntime;
+  }
+  return 0;
+}

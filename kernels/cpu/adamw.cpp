@@ -1,0 +1,26 @@
+// AdamW on the CPU. See kernels/adamw.h for the contract.
+#include "kernels/adamw.h"
+
+#include <cmath>
+
+namespace sg::cpu {
+
+void adamw_update(float* params, float* m, float* v, const float* grads, long n, float lr,
+                  float beta1, float beta2, float eps, float weight_decay, int step) {
+  // Bias corrections in double: beta^t for t in the tens of thousands loses digits in float.
+  const float bias_correction1 = static_cast<float>(1.0 - std::pow(double{beta1}, step));
+  const float bias_correction2 = static_cast<float>(1.0 - std::pow(double{beta2}, step));
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) {
+    const float g = grads[i];
+    const float m_i = beta1 * m[i] + (1.0f - beta1) * g;
+    const float v_i = beta2 * v[i] + (1.0f - beta2) * g * g;
+    m[i] = m_i;
+    v[i] = v_i;
+    const float m_hat = m_i / bias_correction1;
+    const float v_hat = v_i / bias_correction2;
+    params[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + weight_decay * params[i]);
+  }
+}
+
+}  // namespace sg::cpu

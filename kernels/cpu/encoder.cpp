@@ -1,0 +1,50 @@
+// Token + position embedding on the CPU. See kernels/encoder.h for the contract.
+#include "kernels/encoder.h"
+
+#include <algorithm>
+
+#include <omp.h>
+
+namespace sg::cpu {
+
+void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B,
+                     int T, int C) {
+#pragma omp parallel for schedule(static)
+  for (long bt = 0; bt < static_cast<long>(B) * T; ++bt) {
+    const int t = static_cast<int>(bt % T);
+    float* out_bt = out + bt * C;                                  // (C)
+    const float* wte_ix = wte + static_cast<long>(inp[bt]) * C;    // (C)
+    const float* wpe_t = wpe + static_cast<long>(t) * C;           // (C)
+    for (int c = 0; c < C; ++c) out_bt[c] = wte_ix[c] + wpe_t[c];
+  }
+}
+
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B,
+                      int T, int C) {
+  // Several positions may hit the same token row, so rows cannot be split between threads.
+  // Instead each thread owns a slice of the channels and walks every (b,t) in order: no races,
+  // and each element is summed in the same order whatever the thread count.
+#pragma omp parallel
+  {
+    const int nthreads = omp_get_num_threads();
+    const int tid = omp_get_thread_num();
+    // Slices a multiple of 16 floats wide so that threads never share a cache line of a row.
+    const int chunk = ((C + nthreads - 1) / nthreads + 15) / 16 * 16;
+    const int c0 = std::min(C, tid * chunk);
+    const int c1 = std::min(C, c0 + chunk);
+    for (int b = 0; b < B; ++b) {
+      for (int t = 0; t < T; ++t) {
+        const long bt = static_cast<long>(b) * T + t;
+        const float* dout_bt = dout + bt * C;                       // (C)
+        float* dwte_ix = dwte + static_cast<long>(inp[bt]) * C;     // (C)
+        float* dwpe_t = dwpe + static_cast<long>(t) * C;            // (C)
+        for (int c = c0; c < c1; ++c) {
+          dwte_ix[c] += dout_bt[c];
+          dwpe_t[c] += dout_bt[c];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace sg::cpu

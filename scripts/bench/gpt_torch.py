@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""The PyTorch side of the CPU benchmark: trains the same GPT-2 as Singularity (the model in
+tests/reference/gpt2_model.py) in fp32 with AdamW on random tokens, and prints one JSON line
+
+    {"tokens_per_s": ..., "step_ms": ..., "threads": N, ...}
+
+with tokens_per_s and step_ms the medians over the timed steps (those after --warmup).
+Each step: forward, backward, clip_grad_norm_(1.0), AdamW step (weight decay on dim >= 2).
+
+    /usr/bin/python3 scripts/bench/gpt_torch.py --threads 2 --steps 20 --warmup 5
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tests", "reference"))
+from gpt2_model import GPT2, count_parameters, decay_and_no_decay  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description="PyTorch GPT-2 CPU training throughput")
+    ap.add_argument("--layers", type=int, default=6)
+    ap.add_argument("--width", type=int, default=384)
+    ap.add_argument("--heads", type=int, default=6)
+    ap.add_argument("--context", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--vocab", type=int, default=50257)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=20, help="timed steps")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed steps before them")
+    ap.add_argument("--seed", type=int, default=1337)
+    args = ap.parse_args()
+    if args.steps < 1 or args.warmup < 0 or args.threads < 1:
+        ap.error("need --steps >= 1, --warmup >= 0, --threads >= 1")
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    model = GPT2(args.layers, args.width, args.heads, args.context, args.vocab)
+    model.init_gpt2(torch.Generator().manual_seed(args.seed))
+    decay, no_decay = decay_and_no_decay(model)
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=6e-4, betas=(0.9, 0.95), eps=1e-8)  # foreach: PyTorch's default
+
+    tokens_per_step = args.batch * args.context
+    step_seconds, losses = [], []
+    for step in range(args.warmup + args.steps):
+        batch = torch.randint(0, args.vocab, (args.batch, args.context + 1))
+        inputs, targets = batch[:, :-1], batch[:, 1:]
+        t0 = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        _, loss = model(inputs, targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        loss_value = loss.item()
+        elapsed = time.perf_counter() - t0
+        if step >= args.warmup:
+            step_seconds.append(elapsed)
+        losses.append(loss_value)
+        print(f"step {step} loss {loss_value:.4f} {elapsed * 1e3:.0f} ms", file=sys.stderr)
+
+    median_s = statistics.median(step_seconds)
+    print(json.dumps({
+        "tokens_per_s": tokens_per_step / median_s,
+        "step_ms": median_s * 1e3,
+        "threads": args.threads,
+        "timed_steps": args.steps,
+        "warmup_steps": args.warmup,
+        "tokens_per_step": tokens_per_step,
+        "params": count_parameters(model),
+        "final_loss": losses[-1],
+        "torch": torch.__version__,
+    }))
+
+
+if __name__ == "__main__":
+    main()

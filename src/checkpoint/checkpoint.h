@@ -1,0 +1,55 @@
+#pragma once
+// Checkpoints (DESIGN §6): a directory <checkpoints_dir>/step_%08d/ holding manifest.json and
+// one or more safetensors files. The manifest records the format version, the step, the
+// trainer's state (opaque JSON: data position, RNG states, mesh, ...), the job spec, and each
+// file's size and XXH3-64 checksum. A checkpoint is written under a temporary name and renamed
+// when complete, so a crash mid-save never leaves a directory that looks finished.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checkpoint/safetensors.h"
+
+namespace sg {
+
+constexpr int kCheckpointFormatVersion = 1;
+
+// "step_00001000"
+std::string checkpoint_dir_name(int64_t step);
+
+// Writes step_%08d (replacing one of the same step) and returns its path; then deletes the
+// oldest complete checkpoints beyond `keep` (0 keeps all; the one just written is never
+// deleted). files maps a file name ("model.safetensors") to its tensors.
+std::string save_checkpoint(const std::string& checkpoints_dir, int64_t step,
+                            const std::map<std::string, std::vector<TensorRef>>& files,
+                            const nlohmann::json& state, const std::string& job_yaml, int keep);
+
+struct LoadedCheckpoint {
+  std::string path;
+  int64_t step = 0;
+  nlohmann::json state;
+  std::string job_yaml;
+  std::map<std::string, SafetensorsFile> files;  // file name -> mapped, validated file
+};
+
+// Verifies the manifest, then every file's presence, size and checksum, then maps the files.
+// Any failure is a RunError naming the checkpoint file and what to do.
+LoadedCheckpoint load_checkpoint(const std::string& path);
+
+// The checkpoint to resume from, given checkpoint.resume:
+//   never -> nullopt;
+//   auto  -> the newest step_* directory (ignoring *.tmp-*) that loads intact; each newer one
+//            that does not is skipped with a line in *warnings saying why; none -> nullopt;
+//   PATH  -> PATH, after load_checkpoint(PATH) succeeds (its errors propagate).
+std::optional<std::string> find_resume_checkpoint(const std::string& checkpoints_dir,
+                                                  const std::string& resume,
+                                                  std::vector<std::string>* warnings);
+
+// Complete checkpoint directories (step_%08d with a manifest.json) in checkpoints_dir, oldest
+// first, as (step, path). A missing directory has none.
+std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& checkpoints_dir);
+
+}  // namespace sg

@@ -1,0 +1,25 @@
+#pragma once
+// The subcommands behind `singularity`. Each returns the process exit code; errors are thrown
+// as SpecError (exit 2) or RunError (exit 1) and reported by main().
+#include <string>
+#include <vector>
+
+#include "config/job_spec.h"
+
+namespace sg {
+
+// Loads JOB (or, when empty, the embedded quickstart job) with overrides applied.
+JobSpec load_job_or_quickstart(const std::string& job_path, const std::vector<std::string>& sets);
+
+int run_train_command(const std::string& job_path, const std::vector<std::string>& sets,
+                      long stop_after);
+int run_plan_command(const std::string& job_path, const std::vector<std::string>& sets);
+int run_sample_command(const std::string& job_path, const std::vector<std::string>& sets,
+                       const std::string& checkpoint, const std::string& prompt, int tokens,
+                       double temperature, uint64_t seed);
+int run_info_command(bool measure_peak);
+
+// The embedded quickstart job (configs/quickstart.yaml compiled into the binary).
+extern const char* const kQuickstartYaml;
+
+}  // namespace sg

@@ -1,0 +1,46 @@
+#include <cblas.h>
+#include <mpi.h>
+#include <omp.h>
+
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backend/cpu_peak.h"
+#include "backend/device.h"
+#include "cli/commands.h"
+#include "util/error.h"
+
+namespace sg {
+
+int run_info_command(bool measure_peak) {
+  fmt::print("singularity {}\n", SINGULARITY_VERSION);
+  fmt::print("backends: cpu{}\n", cuda_backend_compiled() ? ", cuda" : "");
+  fmt::print("cpu: {} hardware threads, OpenMP {}, {}\n", std::thread::hardware_concurrency(),
+             _OPENMP, openblas_get_config());
+  char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(mpi_version, &length);
+  std::string mpi(mpi_version, static_cast<size_t>(length));
+  if (auto nl = mpi.find_first_of("\n,"); nl != std::string::npos) mpi.resize(nl);
+  fmt::print("mpi: {}\n", mpi);
+  if (cuda_backend_compiled()) {
+    for (const auto& v : cuda_library_versions()) fmt::print("cuda: {}\n", v);
+    const auto devices = cuda_devices();
+    if (devices.empty()) fmt::print("cuda devices: none visible\n");
+    for (const auto& d : devices) {
+      fmt::print("cuda device {}: {}, {:.1f} GiB, compute capability {}.{}, {} SMs\n", d.index,
+                 d.name, d.total_memory_bytes / 1073741824.0, d.compute_major, d.compute_minor,
+                 d.multiprocessors);
+    }
+  } else {
+    fmt::print("cuda: not compiled in (rebuild with nvcc on PATH for the CUDA backend)\n");
+  }
+  if (measure_peak) {
+    const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    fmt::print("sgemm_peak_gflops: {:.1f}\n", measure_sgemm_peak_flops(threads) / 1e9);
+  }
+  return 0;
+}
+
+}  // namespace sg

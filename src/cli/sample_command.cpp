@@ -1,0 +1,120 @@
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "checkpoint/checkpoint.h"
+#include "cli/commands.h"
+#include "model/gpt2.h"
+#include "train/train_checkpoint.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/rng.h"
+
+namespace sg {
+namespace {
+
+// Token ids from "1 2 3" or "1,2,3". Text prompts need the GPT-2 tokenizer, which the
+// synthetic datasets do not use.
+std::vector<int32_t> parse_prompt(const std::string& prompt, int vocab) {
+  std::string s = prompt;
+  std::replace(s.begin(), s.end(), ',', ' ');
+  std::istringstream in(s);
+  std::vector<int32_t> ids;
+  std::string word;
+  while (in >> word) {
+    size_t used = 0;
+    long id = -1;
+    try {
+      id = std::stol(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size() || id < 0 || id >= vocab) {
+      throw SpecError(fmt::format(
+          "--prompt: '{}' is not a token id in [0, {}); this model's dataset has no text "
+          "tokenizer, so give the prompt as token ids, e.g. --prompt \"1 2 3\"",
+          word, vocab));
+    }
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  if (ids.empty()) throw SpecError("--prompt is empty: give at least one token id");
+  return ids;
+}
+
+std::string resolve_checkpoint(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (fs::exists(fs::path(path) / "manifest.json")) return path;
+  for (const std::string& dir : {path, path + "/checkpoints"}) {
+    if (!fs::is_directory(dir)) continue;
+    if (auto found = find_resume_checkpoint(dir, "auto", nullptr)) return *found;
+  }
+  throw RunError(path + ": no checkpoint found (expected a step_* directory with a "
+                 "manifest.json, or a run directory holding checkpoints/)");
+}
+
+}  // namespace
+
+int run_sample_command(const std::string& job_path, const std::vector<std::string>& sets,
+                       const std::string& checkpoint, const std::string& prompt, int tokens,
+                       double temperature, uint64_t seed) {
+  const JobSpec spec = load_job_or_quickstart(job_path, sets);
+  const int threads = resolve_threads(spec);
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+  const GPT2Shape shape{spec.model.n_layer, spec.model.n_head, spec.model.n_embd,
+                        spec.model.context, spec.model.vocab, spec.padded_vocab()};
+  const ParameterLayout layout(shape);
+  std::vector<float> params(layout.total()), m(layout.total()), v(layout.total());
+  const std::string path = resolve_checkpoint(checkpoint);
+  const TrainerState state =
+      load_training_checkpoint(path, layout, params.data(), m.data(), v.data());
+
+  std::vector<int32_t> sequence = parse_prompt(prompt, shape.vocab);
+  const int T = shape.context;
+  GPT2 model(layout, 1, T);
+  std::vector<int32_t> window(T, 0);
+  Rng rng(seed);
+  std::vector<double> probs(shape.vocab);
+  const size_t prompt_length = sequence.size();
+  for (int i = 0; i < tokens; ++i) {
+    // The model is causal, so positions after the last real token do not affect it.
+    const size_t start = sequence.size() > static_cast<size_t>(T) ? sequence.size() - T : 0;
+    const int length = static_cast<int>(sequence.size() - start);
+    std::fill(window.begin(), window.end(), 0);
+    std::copy(sequence.begin() + static_cast<long>(start), sequence.end(), window.begin());
+    model.forward(params.data(), window.data(), nullptr);
+    const float* logits = model.logits() + static_cast<size_t>(length - 1) * shape.padded_vocab;
+    int32_t next = 0;
+    if (temperature <= 0) {
+      next = static_cast<int32_t>(std::max_element(logits, logits + shape.vocab) - logits);
+    } else {
+      const double top = *std::max_element(logits, logits + shape.vocab);
+      double sum = 0;
+      for (int t = 0; t < shape.vocab; ++t) sum += probs[t] = std::exp((logits[t] - top) / temperature);
+      double u = rng.uniform() * sum;
+      next = shape.vocab - 1;
+      for (int t = 0; t < shape.vocab; ++t) {
+        if ((u -= probs[t]) < 0) {
+          next = t;
+          break;
+        }
+      }
+    }
+    sequence.push_back(next);
+  }
+  fmt::print("checkpoint {} (step {})\n", path, state.step);
+  std::string prompt_text, generated;
+  for (size_t i = 0; i < sequence.size(); ++i) {
+    (i < prompt_length ? prompt_text : generated) += fmt::format("{} ", sequence[i]);
+  }
+  fmt::print("prompt:    {}\ngenerated: {}\n", prompt_text, generated);
+  return 0;
+}
+
+}  // namespace sg

@@ -1,0 +1,33 @@
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "train/trainer.h"
+
+namespace sg {
+
+int run_train_command(const std::string& job_path, const std::vector<std::string>& sets,
+                      long stop_after) {
+  const JobSpec spec = load_job_or_quickstart(job_path, sets);
+  const auto start = std::chrono::steady_clock::now();
+  TrainOptions options;
+  options.stop_after = stop_after;
+  const TrainResult r = run_training(spec, options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string summary = fmt::format("done: {} steps in {:.1f} s, final train loss {:.4f}",
+                                    r.last_step - r.first_step, seconds, r.final_loss);
+  if (r.first_val_loss && r.last_val_loss) {
+    summary += fmt::format(", val loss {:.4f} -> {:.4f}", *r.first_val_loss, *r.last_val_loss);
+  } else if (r.last_val_loss) {
+    summary += fmt::format(", val loss {:.4f}", *r.last_val_loss);
+  }
+  if (r.best_possible_val_loss) {
+    summary += fmt::format(" (best possible {:.4f})", *r.best_possible_val_loss);
+  }
+  fmt::print("{}\nrun directory: {}\n", summary, spec.log.dir);
+  return 0;
+}
+
+}  // namespace sg

@@ -1,0 +1,53 @@
+#pragma once
+// The table of job spec keys: one row per leaf field of JobSpec, named by its YAML path
+// ("optim.lr"). Parsing, overrides, the resolved-spec writer and the tests all walk this one
+// table, so a field added to job_spec.h needs one row here and nothing else drifts.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "config/job_spec.h"
+
+namespace sg {
+
+// Accessors return a reference to the field inside a JobSpec; the alternative says its type.
+using JobSpecField = std::variant<int& (*)(JobSpec&), int64_t& (*)(JobSpec&),
+                                  uint64_t& (*)(JobSpec&), float& (*)(JobSpec&),
+                                  double& (*)(JobSpec&), std::string& (*)(JobSpec&),
+                                  bool& (*)(JobSpec&), std::array<double, 2>& (*)(JobSpec&)>;
+
+struct JobSpecKey {
+  std::string_view path;  // "optim.lr", or "name" for a top-level key
+  JobSpecField field;
+  bool zero_is_auto = false;  // the YAML word `auto` stands for 0 (devices.threads)
+
+  std::string_view section() const;  // "optim"; "" for a top-level key
+  std::string_view leaf() const;     // "lr"
+};
+
+// Every key, in the order job_spec_to_yaml writes them.
+std::span<const JobSpecKey> job_spec_keys();
+
+const JobSpecKey* find_job_spec_key(std::string_view path);
+bool is_job_spec_section(std::string_view name);
+
+// The known key (or section name) nearest to an unknown `path` by edit distance, if any is
+// close enough to be a plausible typo; a leaf that exists in another section is suggested there.
+std::optional<std::string> suggest_job_spec_key(std::string_view path);
+
+// "; did you mean 'optim.lr'?" or "" -- appended to unknown-key messages.
+std::string did_you_mean(std::string_view path);
+
+// Optimal string alignment distance (Levenshtein plus adjacent transpositions).
+int edit_distance(std::string_view a, std::string_view b);
+
+// The candidate nearest to `word`, if it is within typo distance.
+std::optional<std::string> nearest_word(std::string_view word,
+                                        const std::vector<std::string_view>& candidates);
+
+}  // namespace sg

@@ -1,0 +1,264 @@
+#include "config/validate_job_spec.h"
+
+#include <cmath>
+#include <cstdint>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <vector>
+
+#include "config/job_spec_keys.h"
+#include "config/load_job_spec.h"
+#include "util/error.h"
+
+namespace sg {
+namespace {
+
+// The multiple of `unit` nearest to `value` (ties upward), never below one unit: the value
+// an error message proposes instead of one that does not divide.
+int64_t nearest_multiple(int64_t value, int64_t unit) {
+  int64_t multiple = (value + unit / 2) / unit * unit;
+  return multiple < unit ? unit : multiple;
+}
+
+bool is_shard_dataset(const std::string& dataset) {
+  return dataset == "openwebtext" || dataset == "wikipedia" || dataset == "tokens";
+}
+
+class SpecChecker {
+ public:
+  SpecChecker(const JobSpec& spec, const KeyLocator& locate) : s_(spec), locate_(locate) {}
+
+  void check_all() {
+    check_name();
+    check_model();
+    check_data();
+    check_optim();
+    check_train();
+    check_eval_checkpoint_log();
+    check_mesh();
+  }
+
+ private:
+  [[noreturn]] void fail(std::initializer_list<std::string_view> keys, const std::string& message) {
+    throw SpecError(locate_(keys) + ": " + message);
+  }
+
+  void at_least(std::string_view key, int64_t value, int64_t min) {
+    if (value < min) fail({key}, fmt::format("{} must be >= {}; got {}", key, min, value));
+  }
+
+  void one_of(std::string_view key, const std::string& value,
+              const std::vector<std::string_view>& allowed) {
+    for (std::string_view a : allowed)
+      if (value == a) return;
+    auto near = nearest_word(value, allowed);
+    fail({key}, fmt::format("{} must be one of {}; got '{}'{}", key, fmt::join(allowed, ", "),
+                            value, near ? "; did you mean '" + *near + "'?" : ""));
+  }
+
+  // Floats must be finite; `min_inclusive` false means strictly greater than `min`.
+  void float_at_least(std::string_view key, double value, double min, bool min_inclusive) {
+    bool ok = std::isfinite(value) && (min_inclusive ? value >= min : value > min);
+    if (!ok)
+      fail({key}, fmt::format("{} must be {} {}; got {}", key, min_inclusive ? ">=" : ">", min,
+                              value));
+  }
+
+  void check_name() {
+    const std::string& name = s_.name;
+    if (name.empty()) fail({"name"}, "name is empty; give the job a name (it names runs/<name>)");
+    bool usable = name.size() <= 200 && name[0] != '.' && name[0] != '-';
+    for (char c : name) {
+      bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                     c == '.' || c == '_' || c == '-';
+      usable = usable && allowed;
+    }
+    if (!usable)
+      fail({"name"}, fmt::format("name '{}' is not usable as a directory name; use letters, digits, "
+                                 "'.', '_' and '-', not starting with '.' or '-'",
+                                 name));
+  }
+
+  void check_model() {
+    const ModelSpec& m = s_.model;
+    one_of("model.arch", m.arch, {"gpt2"});
+    at_least("model.n_layer", m.n_layer, 1);
+    at_least("model.n_head", m.n_head, 1);
+    at_least("model.n_embd", m.n_embd, 1);
+    at_least("model.context", m.context, 1);
+    at_least("model.vocab", m.vocab, 2);
+    if (m.n_embd % m.n_head != 0)
+      fail({"model.n_embd", "model.n_head"},
+           fmt::format("model.n_embd {} is not divisible by model.n_head {}; use {}", m.n_embd,
+                       m.n_head, nearest_multiple(m.n_embd, m.n_head)));
+    float_at_least("model.init_std", m.init_std, 0, false);
+  }
+
+  void check_data() {
+    const DataSpec& d = s_.data;
+    one_of("data.dataset", d.dataset, {"openwebtext", "wikipedia", "tokens", "synthetic"});
+    if (is_shard_dataset(d.dataset)) {
+      if (s_.model.vocab > 65536)
+        fail({"model.vocab", "data.dataset"},
+             fmt::format("model.vocab {} exceeds 65536, but {} shards store uint16 tokens; use a "
+                         "vocabulary of at most 65536",
+                         s_.model.vocab, d.dataset));
+      if (d.train.empty())
+        fail({"data.train", "data.dataset"},
+             fmt::format("data.dataset {} needs data.train, a glob of token shards "
+                         "(e.g. data/{}/train_*.bin)",
+                         d.dataset, d.dataset));
+      if (d.val.empty())
+        fail({"data.val", "data.dataset"},
+             fmt::format("data.dataset {} needs data.val, a glob of token shards "
+                         "(e.g. data/{}/val_*.bin)",
+                         d.dataset, d.dataset));
+      return;
+    }
+    at_least("data.synthetic_order", d.synthetic_order, 1);
+    at_least("data.synthetic_branching", d.synthetic_branching, 1);
+    if (d.synthetic_branching > s_.model.vocab)
+      fail({"data.synthetic_branching", "model.vocab"},
+           fmt::format("data.synthetic_branching {} exceeds model.vocab {}; a state cannot have "
+                       "more successors than there are tokens",
+                       d.synthetic_branching, s_.model.vocab));
+    // One sequence needs seq_len inputs plus the next token as the last target.
+    int64_t one_sequence = int64_t{s_.seq_len()} + 1;
+    if (d.synthetic_train_tokens < one_sequence)
+      fail({"data.synthetic_train_tokens"},
+           fmt::format("data.synthetic_train_tokens {} is less than one sequence (seq_len {} + 1)",
+                       d.synthetic_train_tokens, s_.seq_len()));
+    if (d.synthetic_val_tokens < one_sequence)
+      fail({"data.synthetic_val_tokens"},
+           fmt::format("data.synthetic_val_tokens {} is less than one sequence (seq_len {} + 1)",
+                       d.synthetic_val_tokens, s_.seq_len()));
+  }
+
+  void check_optim() {
+    const OptimSpec& o = s_.optim;
+    one_of("optim.name", o.name, {"adamw"});
+    float_at_least("optim.lr", o.lr, 0, false);
+    float_at_least("optim.min_lr", o.min_lr, 0, true);
+    if (o.min_lr > o.lr)
+      fail({"optim.min_lr", "optim.lr"},
+           fmt::format("optim.min_lr {} exceeds optim.lr {}; need 0 <= min_lr <= lr", o.min_lr, o.lr));
+    at_least("optim.warmup_steps", o.warmup_steps, 0);
+    one_of("optim.decay", o.decay, {"cosine", "linear", "constant"});
+    for (double beta : o.betas)
+      if (!(beta >= 0 && beta < 1))
+        fail({"optim.betas"},
+             fmt::format("optim.betas must lie in [0, 1); got [{}, {}]", o.betas[0], o.betas[1]));
+    float_at_least("optim.eps", o.eps, 0, false);
+    float_at_least("optim.weight_decay", o.weight_decay, 0, true);
+    float_at_least("optim.grad_clip", o.grad_clip, 0, true);
+  }
+
+  void check_train() {
+    const TrainSpec& t = s_.train;
+    at_least("train.steps", t.steps, 1);
+    at_least("train.global_batch", t.global_batch, 1);
+    at_least("train.micro_batch", t.micro_batch, 1);
+    at_least("train.seq_len", t.seq_len, 0);
+    if (t.seq_len > s_.model.context)
+      fail({"train.seq_len", "model.context"},
+           fmt::format("train.seq_len {} exceeds model.context {}; use at most {} (or 0 for the "
+                       "context length)",
+                       t.seq_len, s_.model.context, s_.model.context));
+    one_of("train.precision", t.precision, {"fp32", "bf16", "fp16"});
+    if (t.precision != "fp32" && s_.devices.backend != "cuda")
+      fail({"train.precision", "devices.backend"},
+           fmt::format("train.precision {} needs devices.backend cuda; the CPU backend computes "
+                       "in fp32",
+                       t.precision));
+    one_of("train.recompute", t.recompute, {"none", "selective", "full"});
+    at_least("parallel.data", s_.parallel.data, 1);
+    int64_t unit = int64_t{s_.parallel.data} * t.micro_batch;
+    if (t.global_batch % unit != 0)
+      fail({"train.global_batch", "train.micro_batch", "parallel.data"},
+           fmt::format("train.global_batch {} is not divisible by parallel.data ({}) x "
+                       "train.micro_batch ({}) = {}; use {}",
+                       t.global_batch, s_.parallel.data, t.micro_batch, unit,
+                       nearest_multiple(t.global_batch, unit)));
+  }
+
+  void check_eval_checkpoint_log() {
+    at_least("eval.every", s_.eval.every, 0);
+    at_least("eval.steps", s_.eval.steps, 1);
+    at_least("checkpoint.every", s_.checkpoint.every, 0);
+    at_least("checkpoint.keep", s_.checkpoint.keep, 0);
+    if (s_.checkpoint.resume.empty())
+      fail({"checkpoint.resume"},
+           "checkpoint.resume is empty; use auto, never, or the path of a checkpoint directory");
+    if (s_.log.dir.empty())
+      fail({"log.dir"}, "log.dir is empty; set it, or leave it out for runs/<name>");
+    at_least("log.every", s_.log.every, 1);
+  }
+
+  // The virtual mesh data x tensor x pipeline placed on devices.processes (DESIGN §3).
+  void check_mesh() {
+    const ParallelSpec& p = s_.parallel;
+    const DevicesSpec& dev = s_.devices;
+    at_least("parallel.tensor", p.tensor, 1);
+    at_least("parallel.pipeline", p.pipeline, 1);
+    one_of("parallel.schedule", p.schedule, {"gpipe", "1f1b"});
+    if (p.zero < 0 || p.zero > 2)
+      fail({"parallel.zero"}, fmt::format("parallel.zero must be 0, 1 or 2; got {}", p.zero));
+    one_of("devices.backend", dev.backend, {"cpu", "cuda"});
+    at_least("devices.processes", dev.processes, 1);
+    at_least("devices.threads", dev.threads, 0);
+    float_at_least("devices.peak_tflops", dev.peak_tflops, 0, true);
+
+    const ModelSpec& m = s_.model;
+    if (m.n_head % p.tensor != 0)
+      fail({"parallel.tensor", "model.n_head"},
+           fmt::format("model.n_head {} is not divisible by parallel.tensor {}; tensor "
+                       "parallelism splits the attention heads",
+                       m.n_head, p.tensor));
+    if (s_.padded_vocab() % p.tensor != 0)
+      fail({"parallel.tensor", "model.vocab"},
+           fmt::format("the padded vocabulary {} is not divisible by parallel.tensor {}; use a "
+                       "power of two",
+                       s_.padded_vocab(), p.tensor));
+    if (p.pipeline > m.n_layer)
+      fail({"parallel.pipeline", "model.n_layer"},
+           fmt::format("parallel.pipeline {} exceeds model.n_layer {}; each stage needs a layer",
+                       p.pipeline, m.n_layer));
+
+    // Each process owns one (tensor, pipeline) coordinate ...
+    int64_t model_parallel = int64_t{p.tensor} * p.pipeline;
+    if (dev.processes % model_parallel != 0)
+      fail({"devices.processes", "parallel.tensor", "parallel.pipeline"},
+           fmt::format("devices.processes {} is not divisible by parallel.tensor ({}) x "
+                       "parallel.pipeline ({}) = {}; use {}",
+                       dev.processes, p.tensor, p.pipeline, model_parallel,
+                       nearest_multiple(dev.processes, model_parallel)));
+    // ... and the data-parallel replicas fold evenly onto the remaining processes.
+    int64_t data_processes = dev.processes / model_parallel;
+    if (p.data % data_processes != 0)
+      fail({"parallel.data", "devices.processes"},
+           fmt::format("parallel.data {} is not divisible by the {} data-parallel processes "
+                       "(devices.processes {} / {}); use parallel.data {}",
+                       p.data, data_processes, dev.processes, model_parallel,
+                       nearest_multiple(p.data, data_processes)));
+  }
+
+  const JobSpec& s_;
+  const KeyLocator& locate_;
+};
+
+}  // namespace
+
+void validate_job_spec(const JobSpec& spec, const KeyLocator& locate) {
+  SpecChecker(spec, locate).check_all();
+}
+
+void validate_job_spec(const JobSpec& spec) {
+  std::string source = spec.source.empty() ? "job spec" : spec.source;
+  validate_job_spec(spec, [&](std::initializer_list<std::string_view>) { return source; });
+}
+
+void fill_job_spec_defaults(JobSpec& spec) {
+  if (spec.log.dir.empty()) spec.log.dir = "runs/" + spec.name;
+}
+
+}  // namespace sg

@@ -1,0 +1,88 @@
+#include "train/metrics_log.h"
+
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace sg {
+namespace {
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";  // JSON has no NaN/Inf; a diverged loss reads as null
+  return fmt::format("{:.9g}", v);
+}
+
+}  // namespace
+
+MetricsLog::MetricsLog(const std::string& run_dir, int64_t resume_step, int64_t total_steps)
+    : path_(run_dir + "/metrics.jsonl"), total_steps_(total_steps) {
+  if (resume_step > 0 && std::filesystem::exists(path_)) {
+    std::ifstream in(path_);
+    std::string kept, line;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.contains("step")) continue;
+      if (j["step"].get<int64_t>() <= resume_step) kept += line + "\n";
+    }
+    in.close();
+    std::ofstream out(path_, std::ios::trunc);
+    out << kept;
+  }
+  file_ = std::fopen(path_.c_str(), resume_step > 0 ? "a" : "w");
+  if (file_ == nullptr) {
+    throw RunError(path_ + ": cannot open for writing; check that log.dir is writable");
+  }
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void MetricsLog::log_step(const StepMetrics& m, bool print) {
+  fmt::print(file_,
+             "{{\"step\": {}, \"loss\": {}, \"lr\": {}, \"grad_norm\": {}, \"step_ms\": {}, "
+             "\"tokens_per_s\": {}, \"mfu\": {}, \"peak_mem_bytes\": {}}}\n",
+             m.step, json_number(m.loss), json_number(m.lr), json_number(m.grad_norm),
+             json_number(m.step_ms), json_number(m.tokens_per_s), json_number(m.mfu),
+             m.peak_mem_bytes);
+  std::fflush(file_);
+  if (print) {
+    fmt::print("step {:>{}}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {:.0f} ms | {:.0f} tok/s "
+               "| mfu {:.1f}% | mem {:.0f} MiB\n",
+               m.step, std::to_string(total_steps_).size(), total_steps_, m.loss, m.lr,
+               m.grad_norm, m.step_ms, m.tokens_per_s, 100.0 * m.mfu,
+               m.peak_mem_bytes / 1048576.0);
+    std::fflush(stdout);
+  }
+}
+
+void MetricsLog::log_eval(int64_t step, double val_loss, double best_possible) {
+  fmt::print(file_, "{{\"step\": {}, \"val_loss\": {}}}\n", step, json_number(val_loss));
+  std::fflush(file_);
+  if (best_possible >= 0) {
+    fmt::print("eval step {} | val loss {:.4f} | best possible {:.4f} (gap {:.4f})\n", step,
+               val_loss, best_possible, val_loss - best_possible);
+  } else {
+    fmt::print("eval step {} | val loss {:.4f}\n", step, val_loss);
+  }
+  std::fflush(stdout);
+}
+
+void MetricsLog::log_message(const std::string& line) {
+  fmt::print("{}\n", line);
+  std::fflush(stdout);
+}
+
+int64_t peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+}  // namespace sg

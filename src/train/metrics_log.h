@@ -1,0 +1,39 @@
+#pragma once
+// The run's metrics: metrics.jsonl in the run directory (one JSON object per line, floats
+// printed with %.9g so they read back to the same bits) and a human line per step on stdout.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace sg {
+
+struct StepMetrics {
+  int64_t step = 0;  // 1-based: the number of optimizer steps done
+  double loss = 0, lr = 0, grad_norm = 0, step_ms = 0, tokens_per_s = 0, mfu = 0;
+  int64_t peak_mem_bytes = 0;
+};
+
+class MetricsLog {
+ public:
+  // Opens <run_dir>/metrics.jsonl. When resuming from `resume_step` > 0, lines of steps after
+  // it (written by a run that died past its last checkpoint) are dropped, so the file always
+  // describes one consistent history.
+  MetricsLog(const std::string& run_dir, int64_t resume_step, int64_t total_steps);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  void log_step(const StepMetrics& m, bool print);
+  void log_eval(int64_t step, double val_loss, double best_possible);  // best < 0: unknown
+  void log_message(const std::string& line);  // stdout only
+
+ private:
+  FILE* file_ = nullptr;
+  std::string path_;
+  int64_t total_steps_;
+};
+
+// Peak resident memory of this process, in bytes.
+int64_t peak_resident_bytes();
+
+}  // namespace sg

@@ -1,0 +1,215 @@
+#include "train/trainer.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backend/cpu_peak.h"
+#include "checkpoint/checkpoint.h"
+#include "config/load_job_spec.h"
+#include "data/sequence_sampler.h"
+#include "data/token_dataset.h"
+#include "model/gpt2.h"
+#include "optim/adamw_optimizer.h"
+#include "optim/lr_schedule.h"
+#include "train/flops.h"
+#include "train/metrics_log.h"
+#include "train/train_checkpoint.h"
+#include "util/error.h"
+
+namespace sg {
+namespace {
+
+GPT2Shape gpt2_shape_of(const JobSpec& spec) {
+  return {spec.model.n_layer, spec.model.n_head, spec.model.n_embd, spec.model.context,
+          spec.model.vocab, spec.padded_vocab()};
+}
+
+// Mean validation loss over eval.steps fixed micro-batches (the same ones at every
+// evaluation, so evaluations are comparable).
+double evaluate(GPT2& model, const float* params, const TokenSource& val,
+                const SequenceSampler& sampler, int eval_steps, std::vector<int32_t>& inputs,
+                std::vector<int32_t>& targets) {
+  const int B = model.batch(), T = model.seq_len();
+  double sum = 0;
+  for (int i = 0; i < eval_steps; ++i) {
+    fill_batch(inputs.data(), targets.data(), val, sampler, static_cast<uint64_t>(i) * B, B, T);
+    sum += model.forward(params, inputs.data(), targets.data());
+  }
+  return sum / eval_steps;
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw RunError(path + ": cannot write; check that log.dir is writable");
+}
+
+bool due(int64_t step, int every, int64_t last_step) {
+  return step == last_step || (every > 0 && step % every == 0);
+}
+
+}  // namespace
+
+int resolve_threads(const JobSpec& spec) {
+  if (spec.devices.threads > 0) return spec.devices.threads;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, spec.devices.processes));
+}
+
+TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
+  if (spec.model.arch != "gpt2") {
+    throw SpecError(spec.source + ": model.arch '" + spec.model.arch +
+                    "' cannot be trained yet; use gpt2");
+  }
+  if (spec.devices.backend != "cpu") {
+    throw RunError("devices.backend '" + spec.devices.backend +
+                   "' has no training loop yet in this version; use devices.backend: cpu");
+  }
+  if (spec.devices.processes != 1 || spec.parallel.tensor != 1 || spec.parallel.pipeline != 1) {
+    throw SpecError(spec.source +
+                    ": this version trains on one process; set devices.processes, "
+                    "parallel.tensor and parallel.pipeline to 1 (parallel.data may be any "
+                    "divisor of the batch: its replicas run one after another)");
+  }
+  const int threads = resolve_threads(spec);
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+
+  const std::string run_dir = spec.log.dir;
+  const std::string checkpoints_dir = run_dir + "/checkpoints";
+  std::filesystem::create_directories(checkpoints_dir);
+  write_text_file(run_dir + "/job.yaml", job_spec_to_yaml(spec));
+
+  TokenSplits data = open_token_dataset(spec);
+  const int T = spec.seq_len();
+  const int micro_batch = spec.train.micro_batch;
+  const SequenceSampler train_sampler(data.train->size(), T, spec.seed);
+  const SequenceSampler val_sampler(data.val->size(), T, spec.seed ^ 0x5eed0fda7aull);
+
+  const ParameterLayout layout(gpt2_shape_of(spec));
+  std::vector<float> params(layout.total()), grads(layout.total());
+  init_gpt2_parameters(params.data(), layout, spec.model.init_std, spec.seed);
+  AdamWOptimizer optimizer(layout, spec.optim);
+
+  TrainerState state;
+  state.seed = spec.seed;
+  std::vector<std::string> warnings;
+  const auto resume_path = find_resume_checkpoint(checkpoints_dir, spec.checkpoint.resume, &warnings);
+  for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
+  if (resume_path) {
+    state = load_training_checkpoint(*resume_path, layout, params.data(), optimizer.m().data(),
+                                     optimizer.v().data());
+    if (state.seed != spec.seed) {
+      throw RunError(*resume_path + ": checkpoint was written with seed " +
+                     std::to_string(state.seed) + " but the job has seed " +
+                     std::to_string(spec.seed) + "; resume with the same seed or set "
+                     "checkpoint.resume: never");
+    }
+  }
+
+  const int64_t total_steps = spec.train.steps;
+  const int64_t last_step = options.stop_after > 0
+                                ? std::min<int64_t>(options.stop_after, total_steps)
+                                : total_steps;
+  MetricsLog log(run_dir, state.step, total_steps);
+  GPT2 model(layout, micro_batch, T);
+  std::vector<int32_t> inputs(static_cast<size_t>(micro_batch) * T), targets(inputs.size());
+
+  const double flops_per_step = training_flops_per_token(layout, T) *
+                                static_cast<double>(spec.train.global_batch) * T;
+  const double peak_flops = spec.devices.peak_tflops > 0 ? spec.devices.peak_tflops * 1e12
+                                                         : measure_sgemm_peak_flops(threads);
+  const std::optional<double> best = data.best_val_loss;
+
+  TrainResult result;
+  result.first_step = state.step;
+  result.best_possible_val_loss = best;
+  if (!options.quiet) {
+    log.log_message(fmt::format(
+        "{}: {} parameters, {} on {} thread(s), {} steps of {} sequences x {} tokens{}", spec.name,
+        layout.real_parameter_count(), data.description, threads, total_steps,
+        spec.train.global_batch, T,
+        resume_path ? fmt::format(", resumed from {} at step {}", *resume_path, state.step)
+                    : std::string()));
+  }
+  if (state.step == 0 && spec.eval.steps > 0) {
+    const double v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
+                              inputs, targets);
+    result.first_val_loss = v;
+    log.log_eval(0, v, best.value_or(-1));
+  }
+
+  const int replicas = spec.parallel.data;
+  const int per_replica = spec.global_batch_per_replica();
+  const int accum = spec.grad_accum_steps();
+  const float dloss = 1.0f / (static_cast<float>(spec.train.global_batch) * T);
+
+  while (state.step < last_step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t step = state.step;  // 0-based index of this step
+    const double lr = learning_rate_at(spec.optim, static_cast<int>(step), static_cast<int>(total_steps));
+    std::memset(grads.data(), 0, grads.size() * sizeof(float));
+    double loss_sum = 0;
+    // Virtual data-parallel replicas run one after another on the same weights; each sees the
+    // sequences the virtual mesh assigns it, whatever the physical layout.
+    for (int r = 0; r < replicas; ++r) {
+      for (int a = 0; a < accum; ++a) {
+        const uint64_t first = state.train_sequences + static_cast<uint64_t>(r) * per_replica +
+                               static_cast<uint64_t>(a) * micro_batch;
+        fill_batch(inputs.data(), targets.data(), *data.train, train_sampler, first, micro_batch, T);
+        loss_sum += model.forward(params.data(), inputs.data(), targets.data());
+        model.backward(grads.data(), params.data(), inputs.data(), targets.data(), dloss);
+      }
+    }
+    const double loss = loss_sum / (static_cast<double>(replicas) * accum);
+    const float norm = optimizer.step(params.data(), grads.data(), lr, static_cast<int>(step + 1));
+    state.step = step + 1;
+    state.train_sequences += static_cast<uint64_t>(spec.train.global_batch);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    result.final_loss = loss;
+    if (!std::isfinite(loss)) {
+      throw RunError(fmt::format("loss is {} at step {}: training diverged; lower optim.lr or "
+                                 "raise optim.warmup_steps and resume from the last checkpoint",
+                                 loss, state.step));
+    }
+
+    StepMetrics m;
+    m.step = state.step;
+    m.loss = loss;
+    m.lr = lr;
+    m.grad_norm = norm;
+    m.step_ms = seconds * 1e3;
+    m.tokens_per_s = static_cast<double>(spec.train.global_batch) * T / seconds;
+    m.mfu = flops_per_step / seconds / peak_flops;
+    m.peak_mem_bytes = peak_resident_bytes();
+    const bool print = !options.quiet && (state.step % spec.log.every == 0 ||
+                                          state.step == last_step || state.step == 1);
+    log.log_step(m, print);
+
+    if (spec.eval.steps > 0 && due(state.step, spec.eval.every, last_step)) {
+      const double v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
+                                inputs, targets);
+      result.last_val_loss = v;
+      log.log_eval(state.step, v, best.value_or(-1));
+    }
+    if (due(state.step, spec.checkpoint.every, last_step)) {
+      const std::string path = save_training_checkpoint(
+          checkpoints_dir, spec, layout, params.data(), optimizer.m().data(),
+          optimizer.v().data(), state);
+      if (!options.quiet) log.log_message("saved checkpoint " + path);
+    }
+  }
+  result.last_step = state.step;
+  return result;
+}
+
+}  // namespace sg

@@ -1,0 +1,30 @@
+#pragma once
+// The training loop of one process: data, model, optimizer, evaluation, metrics, checkpoints.
+#include <cstdint>
+#include <optional>
+
+#include "config/job_spec.h"
+
+namespace sg {
+
+struct TrainOptions {
+  // Stop (after checkpointing) once this many optimizer steps are done, without changing the
+  // schedule, which is always defined by train.steps. Used for time-limited allocations and by
+  // the resume tests. 0 = run to train.steps.
+  int64_t stop_after = 0;
+  bool quiet = false;  // no per-step lines on stdout
+};
+
+struct TrainResult {
+  int64_t first_step = 0;  // steps already done when this run started (resume)
+  int64_t last_step = 0;   // steps done when it ended
+  double final_loss = 0;
+  std::optional<double> first_val_loss, last_val_loss, best_possible_val_loss;
+};
+
+TrainResult run_training(const JobSpec& spec, const TrainOptions& options = {});
+
+// Threads this process uses: devices.threads, or cores / processes (at least 1) for auto.
+int resolve_threads(const JobSpec& spec);
+
+}  // namespace sg

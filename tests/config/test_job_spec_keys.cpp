@@ -1,0 +1,73 @@
+// The key table and the "did you mean" suggestions.
+#include <set>
+
+#include "spec_test_util.h"
+
+using namespace sg;
+
+TEST_CASE("edit distance counts insertions, deletions, substitutions and transpositions") {
+  CHECK(edit_distance("", "") == 0);
+  CHECK(edit_distance("lr", "lr") == 0);
+  CHECK(edit_distance("lrr", "lr") == 1);
+  CHECK(edit_distance("stpes", "steps") == 1);  // one transposition
+  CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(edit_distance("", "abc") == 3);
+}
+
+TEST_CASE("suggestions are close keys of the same section, or sections") {
+  CHECK(suggest_job_spec_key("optim.lrr") == "optim.lr");
+  CHECK(suggest_job_spec_key("optim.warmup") == std::nullopt);  // 6 edits from warmup_steps
+  CHECK(suggest_job_spec_key("optim.warmup_step") == "optim.warmup_steps");
+  CHECK(suggest_job_spec_key("modle") == "model");
+  CHECK(suggest_job_spec_key("modle.n_head") == "model.n_head");
+  CHECK(suggest_job_spec_key("sed") == "seed");
+  CHECK(suggest_job_spec_key("train.lr") == "optim.lr");
+  CHECK(suggest_job_spec_key("lr") == "optim.lr");
+  CHECK(suggest_job_spec_key("xy") == std::nullopt);
+  CHECK(suggest_job_spec_key("tptim") == std::nullopt);  // a different first letter is no typo
+  CHECK(suggest_job_spec_key("OPTIM") == "optim");
+  CHECK(nearest_word("tpu", {"cpu", "cuda"}) == std::nullopt);
+  CHECK(nearest_word("cosin", {"cosine", "linear", "constant"}) == "cosine");
+  CHECK(suggest_job_spec_key("parallel.xyz") == std::nullopt);
+  CHECK(did_you_mean("eval.stepz") == "; did you mean 'eval.steps'?");
+  CHECK(did_you_mean("optim.qqqq") == "");
+}
+
+TEST_CASE("the key table has unique paths and every section of DESIGN §2") {
+  std::set<std::string_view> paths, sections;
+  for (const JobSpecKey& key : job_spec_keys()) {
+    CHECK_MESSAGE(paths.insert(key.path).second, key.path);
+    CHECK(find_job_spec_key(key.path) == &key);
+    if (!key.section().empty()) sections.insert(key.section());
+  }
+  CHECK(sections == std::set<std::string_view>{"model", "data", "optim", "train", "eval",
+                                                "parallel", "devices", "checkpoint", "log"});
+  CHECK(paths.count("name") == 1);
+  CHECK(paths.count("seed") == 1);
+  CHECK(find_job_spec_key("optim.lrr") == nullptr);
+  CHECK(is_job_spec_section("optim"));
+  CHECK_FALSE(is_job_spec_section("lr"));
+}
+
+TEST_CASE("each key's accessor reaches its own field") {
+  // Setting a key through the table changes exactly that key and no other.
+  for (const JobSpecKey& key : job_spec_keys()) {
+    JobSpec base;
+    JobSpec changed;
+    std::visit(
+        [&](auto accessor) {
+          auto& field = accessor(changed);
+          using Field = std::remove_cvref_t<decltype(field)>;
+          if constexpr (std::is_same_v<Field, bool>)
+            field = !field;
+          else if constexpr (std::is_same_v<Field, std::string>)
+            field += "x";
+          else if constexpr (std::is_arithmetic_v<Field>)
+            field = field + 1;
+          else
+            field[1] = field[1] + 1;
+        },
+        key.field);
+    CHECK(sg::test::differing_keys(base, changed) == std::vector<std::string>{std::string(key.path)});
+  }
+}

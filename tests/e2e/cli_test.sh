@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Command-line contract: --help and --version, exit codes (usage/spec errors 2, runtime 1),
+# one-line errors naming file:line:column, plan output, info.
+set -uo pipefail
+bin="$1"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+failures=0
+pass=0
+
+# expect CODE PATTERN -- command...: runs the command, checks its exit code and that its
+# combined output matches the extended regex PATTERN.
+expect() {
+  local code="$1" pattern="$2"
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $code ]] || ! grep -Eq -- "$pattern" <<<"$out"; then
+    echo "FAIL: $* -> exit $rc (want $code), output:"
+    echo "$out" | head -5
+    failures=$((failures + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+
+expect 0 'singularity [0-9]+\.[0-9]+' -- "$bin" --version
+expect 0 'train.*plan.*sample.*info' -- bash -c "'$bin' --help | tr '\n' ' '"
+for sub in train plan sample info; do
+  expect 0 'Usage|usage' -- "$bin" "$sub" --help
+done
+expect 2 'subcommand|required' -- "$bin"
+expect 2 'nonsense|not.*(found|expected)|Extras' -- "$bin" nonsense
+expect 2 'missing.yaml' -- "$bin" train missing.yaml
+
+cat > syntax.yaml <<'Y'
+name: x
+model:
+  n_layer: [1, 2
+Y
+expect 2 '^error: syntax\.yaml:[0-9]+:[0-9]+: ' -- "$bin" plan syntax.yaml
+
+cat > unknown.yaml <<'Y'
+name: x
+optim:
+  lrr: 0.1
+Y
+expect 2 '^error: unknown\.yaml:3:3: .*did you mean .optim\.lr' -- "$bin" plan unknown.yaml
+
+cat > type.yaml <<'Y'
+name: x
+train:
+  steps: ten
+Y
+expect 2 '^error: type\.yaml:3:10: .*train\.steps' -- "$bin" plan type.yaml
+
+cat > batch.yaml <<'Y'
+name: x
+train: {global_batch: 30, micro_batch: 4}
+Y
+expect 2 '^error: batch\.yaml:2:[0-9]+: .*global_batch.*divisible' -- "$bin" plan batch.yaml
+
+expect 2 'set.*optim\.lr.*' -- "$bin" plan --set optim.lr=fast
+expect 2 'did you mean' -- "$bin" plan --set optim.lrr=0.1
+
+# A good plan prints the resolved spec, parameters, FLOPs and memory.
+expect 0 'parameters: +[0-9]+' -- "$bin" plan
+expect 0 'optimizer state' -- "$bin" plan
+expect 0 'n_layer: 12' -- "$bin" plan --set model.n_layer=12
+
+# Runtime errors exit 1: a dataset glob that matches nothing.
+cat > nodata.yaml <<'Y'
+name: nodata
+model: {n_layer: 1, n_head: 2, n_embd: 32, context: 16, vocab: 64}
+data: {dataset: tokens, train: nowhere/train_*.bin, val: nowhere/val_*.bin}
+train: {steps: 1, global_batch: 2, micro_batch: 2}
+Y
+expect 1 'nowhere/train_\*\.bin' -- "$bin" train nodata.yaml
+
+# A truncated shard is reported by name.
+mkdir -p shards
+printf 'garbage' > shards/train_000.bin
+cp shards/train_000.bin shards/val_000.bin
+sed -e 's#nowhere#shards#g' nodata.yaml > badshard.yaml
+expect 1 'shards/(train|val)_000\.bin' -- "$bin" train badshard.yaml
+
+expect 0 'backends: cpu' -- "$bin" info
+expect 2 'prompt' -- "$bin" sample --checkpoint nowhere
+
+echo "$pass passed, $failures failed"
+[[ $failures -eq 0 ]]
