@@ -67,6 +67,14 @@ int main(int argc, char** argv) {
   auto* info = app.add_subcommand("info", "backends compiled in, devices, library versions");
   info->add_flag("--peak", args.peak, "also measure this machine's fp32 SGEMM peak");
 
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string command = argv[1];
+    if (command != "train" && command != "plan" && command != "sample" && command != "info") {
+      fmt::print(stderr, "error: unknown command '{}'; use one of train, plan, sample, info "
+                 "(see singularity --help)\n", command);
+      return sg::kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,9 +5,8 @@
 // T x T score matrix into bands of kBand query rows: band i only needs keys [0, end of band i),
 // which skips ~3/8 of the work at T = 256 and tends to 1/2 for long contexts.
 //
-// Threads: OpenMP over the B*NH (batch, head) pairs, each calling a single-threaded sgemm. That
-// relies on the OpenMP build of OpenBLAS (libopenblas0-openmp), which runs single-threaded when
-// called inside a parallel region; the pthread build would start its own threads on top of ours.
+// Threads: OpenMP over the B*NH (batch, head) pairs, each calling a single-threaded sgemm (see
+// blas_threads.h for how both OpenBLAS builds are kept single-threaded inside the loop).
 #include "kernels/attention.h"
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 
 #include <cblas.h>
 
+#include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/fast_exp.h"
 
 namespace sg::cpu {
@@ -47,6 +47,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const detail::SerialBlasScope serial_blas;
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH;
@@ -76,6 +77,7 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const detail::SerialBlasScope serial_blas;
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH;
