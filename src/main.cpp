@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/blas_core.h"
 #include "cli/commands.h"
 #include "util/error.h"
 
@@ -37,6 +38,7 @@ void add_job_arguments(CLI::App* cmd, Arguments& args, bool job_required) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sg::reexec_with_best_blas_core(argv);
   CLI::App app{"singularity: train large neural networks from a YAML job spec"};
   app.set_version_flag("--version", std::string("singularity ") + SINGULARITY_VERSION);
   app.require_subcommand(1);

@@ -7,6 +7,9 @@ namespace sg {
 // Times cblas_sgemm (C = A B, n x n, n = 1536) with OpenBLAS set to `threads` threads and
 // returns the best rate seen, in FLOP/s (2 n^3 per call), within about half a second.
 // Leaves OpenBLAS at `threads` threads. threads <= 0 means OpenBLAS's own default.
+// The rate is that of the kernels OpenBLAS chose when it loaded: OpenBLAS 0.3.21 does not know
+// Sapphire/Emerald Rapids and falls back to SSE3 "Prescott" kernels (~30 instead of ~150
+// GFLOP/s a core) unless OPENBLAS_CORETYPE=SkylakeX is set before the process starts.
 double measure_sgemm_peak_flops(int threads);
 
 }  // namespace sg

@@ -16,8 +16,9 @@ namespace sg {
 int run_info_command(bool measure_peak) {
   fmt::print("singularity {}\n", SINGULARITY_VERSION);
   fmt::print("backends: cpu{}\n", cuda_backend_compiled() ? ", cuda" : "");
-  fmt::print("cpu: {} hardware threads, OpenMP {}, {}\n", std::thread::hardware_concurrency(),
-             _OPENMP, openblas_get_config());
+  fmt::print("cpu: {} hardware threads, OpenMP {}, {} (kernels: {})\n",
+             std::thread::hardware_concurrency(), _OPENMP, openblas_get_config(),
+             openblas_get_corename());
   char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   MPI_Get_library_version(mpi_version, &length);

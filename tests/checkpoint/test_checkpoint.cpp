@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "error_of.h"
 #include "temp_dir.h"
 #include "util/error.h"
 
@@ -18,14 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const RunError& e) {
-    return e.what();
-  }
-  return "";
-}
+using sg::test::error_of;
 
 // Saves a small checkpoint whose weights encode the step, so tests can tell them apart.
 std::string save_step(const std::string& dir, int64_t step, int keep = 0) {

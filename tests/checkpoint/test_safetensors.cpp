@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "checkpoint/safetensors.h"
+#include "error_of.h"
 #include "temp_dir.h"
 #include "util/error.h"
 
@@ -16,14 +17,7 @@ using namespace sg;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const RunError& e) {
-    return e.what();
-  }
-  return "";
-}
+using sg::test::error_of;
 
 // A file made by hand: header JSON then data bytes, as another program would write it.
 void write_raw(const std::string& path, const std::string& header, const std::string& data) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "data/token_source.h"
+#include "error_of.h"
 #include "temp_dir.h"
 #include "util/error.h"
 
@@ -30,14 +31,7 @@ void write_counting_shards(const test::TempDir& dir, const std::vector<size_t>& 
   write_token_shard(dir / "val_000.bin", decoy.data(), decoy.size());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const RunError& e) {
-    return e.what();
-  }
-  return "";
-}
+using sg::test::error_of;
 
 }  // namespace
 

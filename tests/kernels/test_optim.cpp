@@ -84,6 +84,15 @@ TEST_CASE("clip_by_global_norm scales to max_norm above it and leaves x alone be
     const double clipped_norm = std::sqrt(sg::cpu::sum_of_squares(x.data(), 5000));
     CHECK(std::fabs(clipped_norm - max_norm) < 1e-5);
   }
+  SUBCASE("above, with a norm small enough that the 1e-6 in the denominator shows") {
+    auto x = x0;
+    for (float& xi : x) xi *= 1e-4f;
+    const double small_norm = std::sqrt(sg::cpu::sum_of_squares(x.data(), 5000));
+    const float max_norm = float(small_norm / 4);
+    const float scale = sg::cpu::clip_by_global_norm(x.data(), 5000, small_norm, max_norm);
+    const double expected_scale = max_norm / (small_norm + 1e-6);  // torch's clip_grad_norm_
+    CHECK_CLOSE(&scale, &expected_scale, 1, kFp32, "scale");
+  }
   SUBCASE("below") {
     auto x = x0;
     const float scale = sg::cpu::clip_by_global_norm(x.data(), 5000, norm, float(norm * 2));

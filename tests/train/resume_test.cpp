@@ -8,7 +8,10 @@
 using namespace sg::testing;
 
 TEST_CASE("20 steps in one go equal 10 steps, stop, resume for 10: bitwise losses and weights") {
-  const std::string a = fresh_dir("resume-a"), b = fresh_dir("resume-b");
+  sg::test::TempDir a_dir;
+  const std::string a = a_dir.path();
+  sg::test::TempDir b_dir;
+  const std::string b = b_dir.path();
   sg::TrainOptions quiet;
   quiet.quiet = true;
   auto ra = sg::run_training(tiny_job(a), quiet);
@@ -36,7 +39,8 @@ TEST_CASE("20 steps in one go equal 10 steps, stop, resume for 10: bitwise losse
 }
 
 TEST_CASE("a corrupted newest checkpoint is skipped: auto resumes from the previous one") {
-  const std::string a = fresh_dir("corrupt-a");
+  sg::test::TempDir a_dir;
+  const std::string a = a_dir.path();
   sg::TrainOptions quiet;
   quiet.quiet = true;
   sg::run_training(tiny_job(a), quiet);
@@ -59,7 +63,8 @@ TEST_CASE("a corrupted newest checkpoint is skipped: auto resumes from the previ
 }
 
 TEST_CASE("resume: never starts over even when checkpoints exist") {
-  const std::string a = fresh_dir("never");
+  sg::test::TempDir a_dir;
+  const std::string a = a_dir.path();
   sg::TrainOptions opts;
   opts.quiet = true;
   opts.stop_after = 10;

@@ -1,7 +1,5 @@
 #pragma once
 // Helpers for training-loop tests: a tiny synthetic job in a fresh temporary run directory.
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,16 +8,9 @@
 
 #include "config/job_spec.h"
 #include "config/load_job_spec.h"
+#include "temp_dir.h"
 
 namespace sg::testing {
-
-inline std::string fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("singularity-test-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
 
 inline const char* kTinyJob = R"(
 name: tiny

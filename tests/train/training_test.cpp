@@ -28,7 +28,10 @@ TEST_CASE("learning rate: linear warmup, cosine to min_lr at the last step") {
 TEST_CASE("virtual data replicas equal gradient accumulation on one replica, bitwise") {
   // data=2 x micro 4 and data=1 x micro 4 x 2 micro-steps see the same sequences in the same
   // order, so the mathematics (and, in this order, the bits) agree.
-  const std::string a = fresh_dir("replicas-a"), b = fresh_dir("replicas-b");
+  sg::test::TempDir a_dir;
+  const std::string a = a_dir.path();
+  sg::test::TempDir b_dir;
+  const std::string b = b_dir.path();
   sg::TrainOptions quiet;
   quiet.quiet = true;
   sg::run_training(tiny_job(a, {"parallel.data=2", "train.steps=6"}), quiet);
@@ -38,7 +41,8 @@ TEST_CASE("virtual data replicas equal gradient accumulation on one replica, bit
 }
 
 TEST_CASE("a tiny GPT learns the synthetic language: val loss falls towards the optimum") {
-  const std::string a = fresh_dir("learn");
+  sg::test::TempDir a_dir;
+  const std::string a = a_dir.path();
   sg::TrainOptions quiet;
   quiet.quiet = true;
   auto r = sg::run_training(tiny_job(a, {"train.steps=60", "checkpoint.every=0"}), quiet);

@@ -1,0 +1,45 @@
+#include "backend/blas_core.h"
+
+#include <cblas.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace sg {
+namespace {
+
+bool is_vector_core(const std::string& name) {
+  for (const char* good : {"SkylakeX", "Cooperlake", "SapphireRapids", "Haswell", "Zen"}) {
+    if (name == good) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* preferred_openblas_core() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return nullptr;
+  const std::string current = openblas_get_corename();
+  if (is_vector_core(current)) return nullptr;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    return "SkylakeX";
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  return nullptr;
+}
+
+void reexec_with_best_blas_core(char** argv) {
+  if (std::getenv("SINGULARITY_BLAS_REEXEC") != nullptr) return;  // already tried once
+  const char* core = preferred_openblas_core();
+  if (core == nullptr) return;
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  setenv("SINGULARITY_BLAS_REEXEC", "1", 1);
+  execv("/proc/self/exe", argv);
+  // exec failed (no /proc): carry on with the slower kernels rather than fail.
+}
+
+}  // namespace sg
