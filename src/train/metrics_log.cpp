@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,9 +14,11 @@
 namespace sg {
 namespace {
 
-std::string json_number(double v) {
+// fmt's default format is the shortest text that parses back to the same float or double.
+template <typename Float>
+std::string json_number(Float v) {
   if (!std::isfinite(v)) return "null";  // JSON has no NaN/Inf; a diverged loss reads as null
-  return fmt::format("{:.9g}", v);
+  return fmt::format("{}", v);
 }
 
 }  // namespace
@@ -62,7 +65,7 @@ void MetricsLog::log_step(const StepMetrics& m, bool print) {
   }
 }
 
-void MetricsLog::log_eval(int64_t step, double val_loss, double best_possible) {
+void MetricsLog::log_eval(int64_t step, float val_loss, double best_possible) {
   fmt::print(file_, "{{\"step\": {}, \"val_loss\": {}}}\n", step, json_number(val_loss));
   std::fflush(file_);
   if (best_possible >= 0) {

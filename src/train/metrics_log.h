@@ -1,6 +1,6 @@
 #pragma once
 // The run's metrics: metrics.jsonl in the run directory (one JSON object per line, floats
-// printed with %.9g so they read back to the same bits) and a human line per step on stdout.
+// printed in the shortest form that reads back to the same bits) and a human line per step on stdout.
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -9,7 +9,10 @@ namespace sg {
 
 struct StepMetrics {
   int64_t step = 0;  // 1-based: the number of optimizer steps done
-  double loss = 0, lr = 0, grad_norm = 0, step_ms = 0, tokens_per_s = 0, mfu = 0;
+  // The quantities the mathematics uses are float32 (the lr as AdamW receives it); timings are
+  // doubles. Each is written in the shortest form that reads back to the same bits.
+  float loss = 0, lr = 0, grad_norm = 0;
+  double step_ms = 0, tokens_per_s = 0, mfu = 0;
   int64_t peak_mem_bytes = 0;
 };
 
@@ -24,7 +27,7 @@ class MetricsLog {
   MetricsLog& operator=(const MetricsLog&) = delete;
 
   void log_step(const StepMetrics& m, bool print);
-  void log_eval(int64_t step, double val_loss, double best_possible);  // best < 0: unknown
+  void log_eval(int64_t step, float val_loss, double best_possible);  // best < 0: unknown
   void log_message(const std::string& line);  // stdout only
 
  private:

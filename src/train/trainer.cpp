@@ -34,7 +34,7 @@ GPT2Shape gpt2_shape_of(const JobSpec& spec) {
 
 // Mean validation loss over eval.steps fixed micro-batches (the same ones at every
 // evaluation, so evaluations are comparable).
-double evaluate(GPT2& model, const float* params, const TokenSource& val,
+float evaluate(GPT2& model, const float* params, const TokenSource& val,
                 const SequenceSampler& sampler, int eval_steps, std::vector<int32_t>& inputs,
                 std::vector<int32_t>& targets) {
   const int B = model.batch(), T = model.seq_len();
@@ -43,7 +43,7 @@ double evaluate(GPT2& model, const float* params, const TokenSource& val,
     fill_batch(inputs.data(), targets.data(), val, sampler, static_cast<uint64_t>(i) * B, B, T);
     sum += model.forward(params, inputs.data(), targets.data());
   }
-  return sum / eval_steps;
+  return static_cast<float>(sum / eval_steps);
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
@@ -141,7 +141,7 @@ TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
                     : std::string()));
   }
   if (state.step == 0 && spec.eval.steps > 0) {
-    const double v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
+    const float v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
                               inputs, targets);
     result.first_val_loss = v;
     log.log_eval(0, v, best.value_or(-1));
@@ -184,8 +184,8 @@ TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
 
     StepMetrics m;
     m.step = state.step;
-    m.loss = loss;
-    m.lr = lr;
+    m.loss = static_cast<float>(loss);
+    m.lr = static_cast<float>(lr);
     m.grad_norm = norm;
     m.step_ms = seconds * 1e3;
     m.tokens_per_s = static_cast<double>(spec.train.global_batch) * T / seconds;
@@ -196,7 +196,7 @@ TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
     log.log_step(m, print);
 
     if (spec.eval.steps > 0 && due(state.step, spec.eval.every, last_step)) {
-      const double v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
+      const float v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
                                 inputs, targets);
       result.last_val_loss = v;
       log.log_eval(state.step, v, best.value_or(-1));
