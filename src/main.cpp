@@ -9,6 +9,7 @@
 
 #include "backend/blas_core.h"
 #include "cli/commands.h"
+#include "launch/process_world.h"
 #include "util/error.h"
 
 namespace {
@@ -35,10 +36,20 @@ void add_job_arguments(CLI::App* cmd, Arguments& args, bool job_required) {
       ->allow_extra_args(false);
 }
 
+// One line per failing rank, then the whole job ends: with several MPI ranks, MPI_Abort takes
+// the others down too, so no rank is left waiting in a collective.
+int report_and_exit(const char* message, int code) {
+  fmt::print(stderr, "{}error: {}\n", sg::rank_prefix(), message);
+  std::fflush(stderr);
+  sg::abort_job(code);
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   sg::reexec_with_best_blas_core(argv);
+  sg::remember_arguments(argc, argv);
   CLI::App app{"singularity: train large neural networks from a YAML job spec"};
   app.set_version_flag("--version", std::string("singularity ") + SINGULARITY_VERSION);
   app.require_subcommand(1);
@@ -93,14 +104,11 @@ int main(int argc, char** argv) {
     }
     if (*info) return sg::run_info_command(args.peak);
   } catch (const sg::SpecError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return sg::kExitUsage;
+    return report_and_exit(e.what(), sg::kExitUsage);
   } catch (const sg::RunError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return sg::kExitRuntime;
+    return report_and_exit(e.what(), sg::kExitRuntime);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return sg::kExitRuntime;
+    return report_and_exit(e.what(), sg::kExitRuntime);
   }
   return 0;
 }

@@ -34,9 +34,16 @@ const char* preferred_openblas_core() {
 
 void reexec_with_best_blas_core(char** argv) {
   if (std::getenv("SINGULARITY_BLAS_REEXEC") != nullptr) return;  // already tried once
-  const char* core = preferred_openblas_core();
-  if (core == nullptr) return;
-  setenv("OPENBLAS_CORETYPE", core, 1);
+  bool changed = false;
+  if (const char* core = preferred_openblas_core()) {
+    setenv("OPENBLAS_CORETYPE", core, 1);
+    changed = true;
+  }
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    changed = true;
+  }
+  if (!changed) return;
   setenv("SINGULARITY_BLAS_REEXEC", "1", 1);
   execv("/proc/self/exe", argv);
   // exec failed (no /proc): carry on with the slower kernels rather than fail.

@@ -5,14 +5,19 @@
 // 2 cores). The choice can only be made through OPENBLAS_CORETYPE before the library loads, so
 // when the detected core is a fallback but the CPU has AVX-512 (or AVX2 + FMA), the process
 // re-executes itself once with OPENBLAS_CORETYPE set. A user's own OPENBLAS_CORETYPE always wins.
+//
+// The same re-execution sets OMP_WAIT_POLICY=passive unless the user set it: OpenMP's worker
+// threads otherwise spin after every parallel region while OpenBLAS's own pthread pool needs the
+// same cores, and on a busy 2-core machine a training step ran 2-20x slower (measured: quickstart
+// shape 980 vs 65 ms, benchmark shape 5.1 vs 2.5 s at load average 4-6).
 
 namespace sg {
 
 // The OPENBLAS_CORETYPE this CPU should use, or nullptr when OpenBLAS's own choice is right.
 const char* preferred_openblas_core();
 
-// Call first thing in main(): re-executes the program with OPENBLAS_CORETYPE set when
-// preferred_openblas_core() says so (at most once); otherwise returns.
+// Call first thing in main(): re-executes the program (at most once) with OPENBLAS_CORETYPE
+// and OMP_WAIT_POLICY set where they are unset and should be; otherwise returns.
 void reexec_with_best_blas_core(char** argv);
 
 }  // namespace sg

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "launch/process_world.h"
 #include "train/trainer.h"
 
 namespace sg {
@@ -10,10 +11,17 @@ namespace sg {
 int run_train_command(const std::string& job_path, const std::vector<std::string>& sets,
                       long stop_after) {
   const JobSpec spec = load_job_or_quickstart(job_path, sets);
+  const auto launcher = detect_launcher();
+  if (!launcher && spec.devices.processes > 1) {
+    // Started alone: launch the job's processes ourselves.
+    return relaunch_under_mpirun(spec.devices.processes, program_arguments());
+  }
+  auto world = open_world(launcher);
   const auto start = std::chrono::steady_clock::now();
   TrainOptions options;
   options.stop_after = stop_after;
-  const TrainResult r = run_training(spec, options);
+  const TrainResult r = run_training(spec, *world, options);
+  if (world->rank() != 0) return 0;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string summary = fmt::format("done: {} steps in {:.1f} s, final train loss {:.4f}",

@@ -4,6 +4,8 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +54,23 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (!out) throw RunError(path + ": cannot write; check that log.dir is writable");
 }
 
+// Test hook (tests/e2e/failure_test.sh): SINGULARITY_TEST_FAIL="RANK:STEP" makes that rank
+// throw during that step, before the gradient reduction, as a real fault would.
+struct FailureInjection {
+  int64_t step = 0;
+};
+
+std::optional<FailureInjection> failure_injection_from_env(int rank) {
+  const char* v = std::getenv("SINGULARITY_TEST_FAIL");
+  if (v == nullptr) return std::nullopt;
+  int fail_rank = -1;
+  long long fail_step = -1;
+  if (std::sscanf(v, "%d:%lld", &fail_rank, &fail_step) != 2 || fail_rank != rank) {
+    return std::nullopt;
+  }
+  return FailureInjection{fail_step};
+}
+
 bool due(int64_t step, int every, int64_t last_step) {
   return step == last_step || (every > 0 && step % every == 0);
 }
@@ -65,6 +84,12 @@ int resolve_threads(const JobSpec& spec) {
 }
 
 TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
+  auto world = make_single_process_communicator();
+  return run_training(spec, *world, options);
+}
+
+TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOptions& options_in) {
+  TrainOptions options = options_in;
   if (spec.model.arch != "gpt2") {
     throw SpecError(spec.source + ": model.arch '" + spec.model.arch +
                     "' cannot be trained yet; use gpt2");
@@ -73,20 +98,33 @@ TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
     throw RunError("devices.backend '" + spec.devices.backend +
                    "' has no training loop yet in this version; use devices.backend: cpu");
   }
-  if (spec.devices.processes != 1 || spec.parallel.tensor != 1 || spec.parallel.pipeline != 1) {
+  if (spec.parallel.tensor != 1 || spec.parallel.pipeline != 1) {
     throw SpecError(spec.source +
-                    ": this version trains on one process; set devices.processes, "
+                    ": tensor and pipeline parallelism are not implemented yet; set "
                     "parallel.tensor and parallel.pipeline to 1 (parallel.data may be any "
-                    "divisor of the batch: its replicas run one after another)");
+                    "multiple of devices.processes that divides the batch)");
   }
+  if (world.size() != spec.devices.processes) {
+    throw SpecError(fmt::format("{}: the job asks for devices.processes {} but runs on {} "
+                                "process(es); launch it with mpirun -np {} or set "
+                                "devices.processes: {}",
+                                spec.source, spec.devices.processes, world.size(),
+                                spec.devices.processes, world.size()));
+  }
+  const bool root = world.rank() == 0;
+  const std::optional<FailureInjection> inject = failure_injection_from_env(world.rank());
   const int threads = resolve_threads(spec);
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
 
   const std::string run_dir = spec.log.dir;
   const std::string checkpoints_dir = run_dir + "/checkpoints";
-  std::filesystem::create_directories(checkpoints_dir);
-  write_text_file(run_dir + "/job.yaml", job_spec_to_yaml(spec));
+  if (root) {
+    std::filesystem::create_directories(checkpoints_dir);
+    write_text_file(run_dir + "/job.yaml", job_spec_to_yaml(spec));
+  } else {
+    options.quiet = true;
+  }
 
   TokenSplits data = open_token_dataset(spec);
   const int T = spec.seq_len();
@@ -103,7 +141,9 @@ TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
   state.seed = spec.seed;
   std::vector<std::string> warnings;
   const auto resume_path = find_resume_checkpoint(checkpoints_dir, spec.checkpoint.resume, &warnings);
-  for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
+  if (root) {
+    for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
+  }
   if (resume_path) {
     state = load_training_checkpoint(*resume_path, layout, params.data(), optimizer.m().data(),
                                      optimizer.v().data());
@@ -119,12 +159,13 @@ TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
   const int64_t last_step = options.stop_after > 0
                                 ? std::min<int64_t>(options.stop_after, total_steps)
                                 : total_steps;
-  MetricsLog log(run_dir, state.step, total_steps);
+  std::optional<MetricsLog> log;
+  if (root) log.emplace(run_dir, state.step, total_steps);
   GPT2 model(layout, micro_batch, T);
   std::vector<int32_t> inputs(static_cast<size_t>(micro_batch) * T), targets(inputs.size());
 
   const double flops_per_step = training_flops_per_token(layout, T) *
-                                static_cast<double>(spec.train.global_batch) * T;
+                                static_cast<double>(spec.train.global_batch) * T / world.size();
   const double peak_flops = spec.devices.peak_tflops > 0 ? spec.devices.peak_tflops * 1e12
                                                          : measure_sgemm_peak_flops(threads);
   const std::optional<double> best = data.best_val_loss;
@@ -133,21 +174,25 @@ TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
   result.first_step = state.step;
   result.best_possible_val_loss = best;
   if (!options.quiet) {
-    log.log_message(fmt::format(
-        "{}: {} parameters, {} on {} thread(s), {} steps of {} sequences x {} tokens{}", spec.name,
-        layout.real_parameter_count(), data.description, threads, total_steps,
+    log->log_message(fmt::format(
+        "{}: {} parameters, {} on {} process(es) x {} thread(s), {} steps of {} sequences x {} "
+        "tokens{}",
+        spec.name, layout.real_parameter_count(), data.description, world.size(), threads,
+        total_steps,
         spec.train.global_batch, T,
         resume_path ? fmt::format(", resumed from {} at step {}", *resume_path, state.step)
                     : std::string()));
   }
-  if (state.step == 0 && spec.eval.steps > 0) {
+  if (root && state.step == 0 && spec.eval.steps > 0) {
     const float v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
                               inputs, targets);
     result.first_val_loss = v;
-    log.log_eval(0, v, best.value_or(-1));
+    log->log_eval(0, v, best.value_or(-1));
   }
 
   const int replicas = spec.parallel.data;
+  const int local_replicas = replicas / world.size();
+  const int first_replica = world.rank() * local_replicas;
   const int per_replica = spec.global_batch_per_replica();
   const int accum = spec.grad_accum_steps();
   const float dloss = 1.0f / (static_cast<float>(spec.train.global_batch) * T);
@@ -160,7 +205,7 @@ TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
     double loss_sum = 0;
     // Virtual data-parallel replicas run one after another on the same weights; each sees the
     // sequences the virtual mesh assigns it, whatever the physical layout.
-    for (int r = 0; r < replicas; ++r) {
+    for (int r = first_replica; r < first_replica + local_replicas; ++r) {
       for (int a = 0; a < accum; ++a) {
         const uint64_t first = state.train_sequences + static_cast<uint64_t>(r) * per_replica +
                                static_cast<uint64_t>(a) * micro_batch;
@@ -168,6 +213,15 @@ TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
         loss_sum += model.forward(params.data(), inputs.data(), targets.data());
         model.backward(grads.data(), params.data(), inputs.data(), targets.data(), dloss);
       }
+    }
+    if (inject && inject->step == step + 1) {
+      throw RunError(fmt::format("injected failure at step {} (SINGULARITY_TEST_FAIL)", step + 1));
+    }
+    if (world.size() > 1) {
+      // Replicas on other processes: sum their gradients and losses (the gradients already carry
+      // the 1/(global batch) factor, so the sum is the gradient of the mean loss).
+      world.all_reduce_sum(grads.data(), grads.size());
+      world.all_reduce_sum(&loss_sum, 1);
     }
     const double loss = loss_sum / (static_cast<double>(replicas) * accum);
     const float norm = optimizer.step(params.data(), grads.data(), lr, static_cast<int>(step + 1));
@@ -191,21 +245,22 @@ TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {
     m.tokens_per_s = static_cast<double>(spec.train.global_batch) * T / seconds;
     m.mfu = flops_per_step / seconds / peak_flops;
     m.peak_mem_bytes = peak_resident_bytes();
+    if (!root) continue;
     const bool print = !options.quiet && (state.step % spec.log.every == 0 ||
                                           state.step == last_step || state.step == 1);
-    log.log_step(m, print);
+    log->log_step(m, print);
 
     if (spec.eval.steps > 0 && due(state.step, spec.eval.every, last_step)) {
       const float v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
                                 inputs, targets);
       result.last_val_loss = v;
-      log.log_eval(state.step, v, best.value_or(-1));
+      log->log_eval(state.step, v, best.value_or(-1));
     }
     if (due(state.step, spec.checkpoint.every, last_step)) {
       const std::string path = save_training_checkpoint(
           checkpoints_dir, spec, layout, params.data(), optimizer.m().data(),
           optimizer.v().data(), state);
-      if (!options.quiet) log.log_message("saved checkpoint " + path);
+      if (!options.quiet) log->log_message("saved checkpoint " + path);
     }
   }
   result.last_step = state.step;

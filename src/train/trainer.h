@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "comm/communicator.h"
 #include "config/job_spec.h"
 
 namespace sg {
@@ -22,6 +23,11 @@ struct TrainResult {
   std::optional<double> first_val_loss, last_val_loss, best_possible_val_loss;
 };
 
+// Trains on the processes of `world` (one per physical device; devices.processes of them).
+// Each process runs its share of the virtual data-parallel replicas one after another and the
+// gradients are summed across processes. Rank 0 writes the run directory.
+TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOptions& options);
+// One process.
 TrainResult run_training(const JobSpec& spec, const TrainOptions& options = {});
 
 // Threads this process uses: devices.threads, or cores / processes (at least 1) for auto.
