@@ -23,6 +23,7 @@ struct Arguments {
   double temperature = 1.0;
   uint64_t seed = 1337;
   bool peak = false;
+  sg::PrepareArguments prepare;
 };
 
 void add_job_arguments(CLI::App* cmd, Arguments& args, bool job_required) {
@@ -77,13 +78,42 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 100.0));
   sample->add_option("--seed", args.seed, "sampling seed");
 
+  auto* prepare = app.add_subcommand(
+      "prepare", "turn raw datasets into token shards, or index (and pack) an ImageNet tree");
+  prepare->add_option("KIND", args.prepare.kind, "text, openwebtext, wikipedia or imagenet")
+      ->required()
+      ->check(CLI::IsMember({"text", "openwebtext", "wikipedia", "imagenet"}));
+  prepare->add_option("SRC", args.prepare.src, "the raw dataset (file, archive or directory)")
+      ->required();
+  prepare->add_option("DST", args.prepare.dst, "output directory")->required();
+  prepare->add_option("--tokenizer", args.prepare.tokenizer_dir,
+                      "directory with GPT-2's encoder.json and vocab.bpe (default "
+                      "$SINGULARITY_TOKENIZER)");
+  prepare->add_option("--shard-size", args.prepare.shard_size, "tokens per train shard")
+      ->check(CLI::PositiveNumber);
+  prepare->add_option("--val-tokens", args.prepare.val_tokens,
+                      "tokens held out for validation (default 10%, at most 10M)");
+  prepare->add_option("--emit-text", args.prepare.emit_text,
+                      "also write the cleaned text to this file");
+  prepare->add_option("--threads", args.prepare.threads, "worker threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+  prepare->add_flag("--force", args.prepare.force, "replace a DST holding another dataset");
+  prepare->add_flag("--pack", args.prepare.pack, "imagenet: also pack resized JPEGs into shards");
+  prepare->add_option("--pack-short-side", args.prepare.pack_short_side,
+                      "imagenet: shorter side of packed images")
+      ->check(CLI::Range(32, 4096));
+  prepare->add_flag("--full-decode", args.prepare.full_decode,
+                    "imagenet: decode every image, not only its header");
+  prepare->add_flag("--strict", args.prepare.strict, "imagenet: exit 1 when problems are found");
+
   auto* info = app.add_subcommand("info", "backends compiled in, devices, library versions");
   info->add_flag("--peak", args.peak, "also measure this machine's fp32 SGEMM peak");
 
   if (argc > 1 && argv[1][0] != '-') {
     const std::string command = argv[1];
-    if (command != "train" && command != "plan" && command != "sample" && command != "info") {
-      fmt::print(stderr, "error: unknown command '{}'; use one of train, plan, sample, info "
+    if (command != "train" && command != "plan" && command != "sample" && command != "info" &&
+        command != "prepare") {
+      fmt::print(stderr, "error: unknown command '{}'; use one of train, plan, sample, prepare, info "
                  "(see singularity --help)\n", command);
       return sg::kExitUsage;
     }
@@ -103,6 +133,7 @@ int main(int argc, char** argv) {
                                     args.tokens, args.temperature, args.seed);
     }
     if (*info) return sg::run_info_command(args.peak);
+    if (*prepare) return sg::run_prepare_command(args.prepare);
   } catch (const sg::SpecError& e) {
     return report_and_exit(e.what(), sg::kExitUsage);
   } catch (const sg::RunError& e) {

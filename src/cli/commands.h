@@ -1,6 +1,7 @@
 #pragma once
 // The subcommands behind `singularity`. Each returns the process exit code; errors are thrown
 // as SpecError (exit 2) or RunError (exit 1) and reported by main().
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,17 @@ int run_sample_command(const std::string& job_path, const std::vector<std::strin
                        const std::string& checkpoint, const std::string& prompt, int tokens,
                        double temperature, uint64_t seed);
 int run_info_command(bool measure_peak);
+
+struct PrepareArguments {
+  std::string kind, src, dst;  // kind: text | openwebtext | wikipedia | imagenet
+  std::string tokenizer_dir, emit_text;
+  int64_t shard_size = 100'000'000, val_tokens = -1;
+  int threads = 0;
+  bool force = false;
+  bool pack = false, full_decode = false, strict = false;  // imagenet
+  int pack_short_side = 256;
+};
+int run_prepare_command(const PrepareArguments& args);
 
 // The embedded quickstart job (configs/quickstart.yaml compiled into the binary).
 extern const char* const kQuickstartYaml;

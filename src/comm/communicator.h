@@ -25,6 +25,8 @@ class Communicator {
   virtual void reduce_scatter_sum(float* out, const float* in, size_t n_per_rank) = 0;
   // in: n_per_rank floats from each rank; out: size() * n_per_rank floats in rank order.
   virtual void all_gather(float* out, const float* in, size_t n_per_rank) = 0;
+  // buf: size() * n_per_rank floats; this rank's slice is in place, the others are filled in.
+  virtual void all_gather_in_place(float* buf, size_t n_per_rank) = 0;
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   virtual void send(const void* data, size_t bytes, int dest, int tag) = 0;
   virtual void recv(void* data, size_t bytes, int source, int tag) = 0;

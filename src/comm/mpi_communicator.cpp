@@ -69,6 +69,15 @@ void MpiCommunicator::all_gather(float* out, const float* in, size_t n_per_rank)
   check_mpi(MPI_Allgather(in, count, MPI_FLOAT, out, count, MPI_FLOAT, comm_), "MPI_Allgather");
 }
 
+void MpiCommunicator::all_gather_in_place(float* buf, size_t n_per_rank) {
+  if (n_per_rank > kMaxChunk) {
+    throw RunError("all_gather of more than 268M floats per rank is not supported");
+  }
+  const int count = static_cast<int>(n_per_rank);
+  check_mpi(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, count, MPI_FLOAT, comm_),
+            "MPI_Allgather");
+}
+
 void MpiCommunicator::broadcast(void* data, size_t bytes, int root) {
   auto* p = static_cast<char*>(data);
   for (size_t done = 0; done < bytes; done += kMaxChunk) {
@@ -122,6 +131,7 @@ class SingleProcessCommunicator final : public Communicator {
   void all_gather(float* out, const float* in, size_t n) override {
     if (out != in) std::memmove(out, in, n * sizeof(float));
   }
+  void all_gather_in_place(float*, size_t) override {}
   void broadcast(void*, size_t, int) override {}
   void send(const void*, size_t, int, int) override {
     throw RunError("send on a single-process communicator: there is no peer");

@@ -23,6 +23,7 @@ class MpiCommunicator final : public Communicator {
   void all_reduce_sum(double* data, size_t n) override;
   void reduce_scatter_sum(float* out, const float* in, size_t n_per_rank) override;
   void all_gather(float* out, const float* in, size_t n_per_rank) override;
+  void all_gather_in_place(float* buf, size_t n_per_rank) override;
   void broadcast(void* data, size_t bytes, int root) override;
   void send(const void* data, size_t bytes, int dest, int tag) override;
   void recv(void* data, size_t bytes, int source, int tag) override;

@@ -19,8 +19,8 @@
 #include "data/sequence_sampler.h"
 #include "data/token_dataset.h"
 #include "model/gpt2.h"
-#include "optim/adamw_optimizer.h"
 #include "optim/lr_schedule.h"
+#include "parallel/data_parallel_optimizer.h"
 #include "train/flops.h"
 #include "train/metrics_log.h"
 #include "train/train_checkpoint.h"
@@ -133,9 +133,9 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
   const SequenceSampler val_sampler(data.val->size(), T, spec.seed ^ 0x5eed0fda7aull);
 
   const ParameterLayout layout(gpt2_shape_of(spec));
-  std::vector<float> params(layout.total()), grads(layout.total());
+  DataParallelOptimizer optimizer(layout, spec.optim, spec.parallel.zero, world);
+  std::vector<float> params(optimizer.padded_size(), 0.0f), grads(optimizer.padded_size(), 0.0f);
   init_gpt2_parameters(params.data(), layout, spec.model.init_std, spec.seed);
-  AdamWOptimizer optimizer(layout, spec.optim);
 
   TrainerState state;
   state.seed = spec.seed;
@@ -145,8 +145,9 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
   }
   if (resume_path) {
-    state = load_training_checkpoint(*resume_path, layout, params.data(), optimizer.m().data(),
-                                     optimizer.v().data());
+    std::vector<float> m(layout.total()), v(layout.total());
+    state = load_training_checkpoint(*resume_path, layout, params.data(), m.data(), v.data());
+    optimizer.load_moments(m.data(), v.data());
     if (state.seed != spec.seed) {
       throw RunError(*resume_path + ": checkpoint was written with seed " +
                      std::to_string(state.seed) + " but the job has seed " +
@@ -197,6 +198,7 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
   const int accum = spec.grad_accum_steps();
   const float dloss = 1.0f / (static_cast<float>(spec.train.global_batch) * T);
 
+  std::vector<float> moments_m, moments_v;  // gathered for checkpoints
   while (state.step < last_step) {
     const auto t0 = std::chrono::steady_clock::now();
     const int64_t step = state.step;  // 0-based index of this step
@@ -217,12 +219,9 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     if (inject && inject->step == step + 1) {
       throw RunError(fmt::format("injected failure at step {} (SINGULARITY_TEST_FAIL)", step + 1));
     }
-    if (world.size() > 1) {
-      // Replicas on other processes: sum their gradients and losses (the gradients already carry
-      // the 1/(global batch) factor, so the sum is the gradient of the mean loss).
-      world.all_reduce_sum(grads.data(), grads.size());
-      world.all_reduce_sum(&loss_sum, 1);
-    }
+    // Replicas on other processes: the optimizer sums their gradients (which already carry the
+    // 1/(global batch) factor, so the sum is the gradient of the mean loss); losses likewise.
+    if (world.size() > 1) world.all_reduce_sum(&loss_sum, 1);
     const double loss = loss_sum / (static_cast<double>(replicas) * accum);
     const float norm = optimizer.step(params.data(), grads.data(), lr, static_cast<int>(step + 1));
     state.step = step + 1;
@@ -245,22 +244,25 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     m.tokens_per_s = static_cast<double>(spec.train.global_batch) * T / seconds;
     m.mfu = flops_per_step / seconds / peak_flops;
     m.peak_mem_bytes = peak_resident_bytes();
-    if (!root) continue;
-    const bool print = !options.quiet && (state.step % spec.log.every == 0 ||
-                                          state.step == last_step || state.step == 1);
-    log->log_step(m, print);
-
-    if (spec.eval.steps > 0 && due(state.step, spec.eval.every, last_step)) {
-      const float v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
-                                inputs, targets);
-      result.last_val_loss = v;
-      log->log_eval(state.step, v, best.value_or(-1));
+    if (root) {
+      const bool print = !options.quiet && (state.step % spec.log.every == 0 ||
+                                            state.step == last_step || state.step == 1);
+      log->log_step(m, print);
+      if (spec.eval.steps > 0 && due(state.step, spec.eval.every, last_step)) {
+        const float v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
+                                 inputs, targets);
+        result.last_val_loss = v;
+        log->log_eval(state.step, v, best.value_or(-1));
+      }
     }
     if (due(state.step, spec.checkpoint.every, last_step)) {
-      const std::string path = save_training_checkpoint(
-          checkpoints_dir, spec, layout, params.data(), optimizer.m().data(),
-          optimizer.v().data(), state);
-      if (!options.quiet) log->log_message("saved checkpoint " + path);
+      // Collective under ZeRO: every process contributes its shard of the moments.
+      optimizer.gather_moments(moments_m, moments_v);
+      if (root) {
+        const std::string path = save_training_checkpoint(
+            checkpoints_dir, spec, layout, params.data(), moments_m.data(), moments_v.data(), state);
+        if (!options.quiet) log->log_message("saved checkpoint " + path);
+      }
     }
   }
   result.last_step = state.step;

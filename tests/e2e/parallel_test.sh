@@ -32,7 +32,12 @@ losses() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/.*"loss": \([^,]*\),.*
 "$bin" train tiny.yaml --set log.dir=one --set devices.processes=1 > one.log 2>&1 || fail "1 process run: $(tail -2 one.log)"
 "$bin" train tiny.yaml --set log.dir=two --set devices.processes=2 > two.log 2>&1 || fail "2 process self-launch: $(tail -2 two.log)"
 "$bin" train tiny.yaml --set log.dir=four --set devices.processes=4 > four.log 2>&1 || fail "4 process self-launch: $(tail -2 four.log)"
-for run in two four; do
+"$bin" train tiny.yaml --set log.dir=zero1 --set devices.processes=2 --set parallel.zero=1 > zero1.log 2>&1 || fail "zero 1: $(tail -2 zero1.log)"
+"$bin" train tiny.yaml --set log.dir=zero2 --set devices.processes=4 --set parallel.zero=2 > zero2.log 2>&1 || fail "zero 2: $(tail -2 zero2.log)"
+# ZeRO resumes too: the sharded moments are gathered into the checkpoint and re-sharded on load.
+"$bin" train tiny.yaml --set log.dir=zero2r --set devices.processes=4 --set parallel.zero=2 --stop-after 5 > zero2r.log 2>&1 || fail "zero 2 stop: $(tail -2 zero2r.log)"
+"$bin" train tiny.yaml --set log.dir=zero2r --set devices.processes=2 --set parallel.zero=1 --set checkpoint.resume=auto > zero2r2.log 2>&1 || fail "zero resume: $(tail -2 zero2r2.log)"
+for run in two four zero1 zero2 zero2r; do
   if [[ $(losses one | wc -l) -ne 10 || $(losses $run | wc -l) -ne 10 ]]; then
     fail "expected 10 step lines in one/ and $run/"
     continue
@@ -59,5 +64,5 @@ rc=$?
 [[ $rc -eq 2 ]] || fail "world-size mismatch exited $rc (want 2)"
 grep -q "devices.processes 4 but runs on 2" wrong.log || fail "mismatch message: $(head -2 wrong.log)"
 
-echo "$(( 6 - failures )) passed, $failures failed"
+echo "$(( 12 - failures )) passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -1,0 +1,79 @@
+#include "parallel/data_parallel_optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/grad_norm.h"
+#include "util/error.h"
+
+namespace sg {
+namespace {
+
+size_t shard_size_for(size_t total, int zero, int group_size) {
+  if (zero == 0) return total;  // one "shard" per process: the whole buffer, no padding
+  constexpr size_t kAlign = 16;  // 64-byte aligned shard starts
+  const size_t per = (total + static_cast<size_t>(group_size) - 1) / static_cast<size_t>(group_size);
+  return (per + kAlign - 1) / kAlign * kAlign;
+}
+
+size_t shard_begin(int zero, size_t shard_size, int rank) {
+  return zero == 0 ? 0 : shard_size * static_cast<size_t>(rank);
+}
+
+}  // namespace
+
+DataParallelOptimizer::DataParallelOptimizer(const ParameterLayout& layout, const OptimSpec& spec,
+                                             int zero, Communicator& group)
+    : layout_(layout),
+      zero_(zero),
+      group_(group),
+      shard_size_(shard_size_for(layout.total(), zero, group.size())),
+      adamw_(layout, spec, shard_begin(zero, shard_size_, group.rank()),
+             shard_begin(zero, shard_size_, group.rank()) + shard_size_) {
+  if (zero < 0 || zero > 2) throw SpecError("parallel.zero must be 0, 1 or 2");
+  if (zero == 2) shard_scratch_.resize(shard_size_);
+}
+
+float DataParallelOptimizer::step(float* params, float* grads, double lr, int step) {
+  const size_t begin = shard_begin(zero_, shard_size_, group_.rank());
+  if (zero_ == 2 && group_.size() > 1) {
+    group_.reduce_scatter_sum(shard_scratch_.data(), grads, shard_size_);
+    std::memcpy(grads + begin, shard_scratch_.data(), shard_size_ * sizeof(float));
+  } else if (group_.size() > 1) {
+    group_.all_reduce_sum(grads, zero_ == 0 ? layout_.total() : padded_size());
+  }
+  // Global norm: this process's range, then the sum over the group's ranges.
+  const long owned = static_cast<long>(adamw_.end() - adamw_.begin());
+  double sum_squares = cpu::sum_of_squares(grads + adamw_.begin(), owned);
+  if (zero_ > 0) group_.all_reduce_sum(&sum_squares, 1);
+  const double norm = std::sqrt(sum_squares);
+  adamw_.update_range(params, grads, norm, lr, step);
+  if (zero_ > 0 && group_.size() > 1) group_.all_gather_in_place(params, shard_size_);
+  return static_cast<float>(norm);
+}
+
+void DataParallelOptimizer::gather_moments(std::vector<float>& m, std::vector<float>& v) {
+  const size_t total = layout_.total();
+  if (zero_ == 0) {
+    m = adamw_.m();
+    v = adamw_.v();
+    return;
+  }
+  const size_t begin = adamw_.begin(), owned = adamw_.end() - adamw_.begin();
+  std::vector<float> buffer(padded_size(), 0.0f);
+  for (auto [moment, out] : {std::pair{&adamw_.m(), &m}, std::pair{&adamw_.v(), &v}}) {
+    std::fill(buffer.begin(), buffer.end(), 0.0f);
+    std::copy_n(moment->data(), owned, buffer.data() + begin);
+    group_.all_gather_in_place(buffer.data(), shard_size_);
+    out->assign(buffer.begin(), buffer.begin() + static_cast<long>(total));
+  }
+}
+
+void DataParallelOptimizer::load_moments(const float* m, const float* v) {
+  const size_t begin = adamw_.begin(), owned = adamw_.end() - adamw_.begin();
+  std::copy_n(m + begin, owned, adamw_.m().data());
+  std::copy_n(v + begin, owned, adamw_.v().data());
+}
+
+}  // namespace sg

@@ -1,0 +1,50 @@
+#pragma once
+// The optimizer step of a data-parallel group (DESIGN §3): sums the gradients of every replica
+// in the group, clips by the global norm and applies AdamW.
+//   zero 0: all-reduce the gradients; every process updates every parameter.
+//   zero 1: all-reduce the gradients; each process keeps AdamW state for one contiguous shard of
+//           the flat buffer, updates that shard, and the shards are all-gathered.
+//   zero 2: as 1, but the gradients are reduce-scattered, so each process receives only the
+//           summed gradient of its own shard (half the traffic of an all-reduce).
+// Buffers are padded to a multiple of the group size so shards are equal.
+#include <cstddef>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "config/job_spec.h"
+#include "model/parameter_layout.h"
+#include "optim/adamw_optimizer.h"
+
+namespace sg {
+
+class DataParallelOptimizer {
+ public:
+  DataParallelOptimizer(const ParameterLayout& layout, const OptimSpec& spec, int zero,
+                        Communicator& group);
+
+  // Floats the parameter and gradient buffers must hold (>= layout.total()).
+  size_t padded_size() const { return shard_size_ * static_cast<size_t>(group_.size()); }
+  size_t shard_size() const { return shard_size_; }
+
+  // grads: this process's sum over its replicas. Returns the global gradient norm before clipping.
+  float step(float* params, float* grads, double lr, int step);
+
+  // Full AdamW moments (layout.total() floats each), gathered from the shards under ZeRO.
+  // Collective: every process of the group must call it.
+  void gather_moments(std::vector<float>& m, std::vector<float>& v);
+  // Takes this process's part of full moments (layout.total() floats each).
+  void load_moments(const float* m, const float* v);
+
+  // Bytes of optimizer state this process holds.
+  size_t optimizer_state_bytes() const { return 2 * sizeof(float) * (adamw_.end() - adamw_.begin()); }
+
+ private:
+  const ParameterLayout& layout_;
+  int zero_;
+  Communicator& group_;
+  size_t shard_size_;
+  AdamWOptimizer adamw_;
+  std::vector<float> shard_scratch_;
+};
+
+}  // namespace sg

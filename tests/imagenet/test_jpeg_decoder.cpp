@@ -1,0 +1,101 @@
+// JPEG decoding: sizes, DCT-domain scaling, grayscale and CMYK to RGB, broken files refused.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "imagenet/jpeg_decoder.h"
+#include "imagenet_fixture.h"
+#include "temp_dir.h"
+
+using namespace sg;
+
+TEST_CASE("choose_dct_scale picks the smallest of 1/2, 1/4, 1/8 that covers the minimum, else 1") {
+  int num = 0, den = 0;
+  choose_dct_scale(2400, 1600, 0, 0, num, den);
+  CHECK((num == 1 && den == 8));  // no minimum: the smallest factor
+  choose_dct_scale(2400, 1600, 300, 200, num, den);
+  CHECK((num == 1 && den == 8));
+  choose_dct_scale(2400, 1600, 301, 200, num, den);
+  CHECK((num == 1 && den == 4));  // 1/8 gives 300 < 301; 1/4 is the next factor up
+  choose_dct_scale(500, 375, 256, 192, num, den);
+  CHECK((num == 1 && den == 1));  // 1/2 would give 250 < 256; 5/8 is not used
+  choose_dct_scale(1152, 864, 341, 256, num, den);
+  CHECK((num == 1 && den == 2));
+  choose_dct_scale(100, 80, 400, 300, num, den);
+  CHECK((num == 1 && den == 1));  // upscaling is the resampler's job
+}
+
+TEST_CASE("decode: the samples, full size and DCT-scaled; grayscale comes out as RGB") {
+  const std::string data = test::imagenet_data_dir();
+  if (data.empty()) {
+    MESSAGE("skipped: SINGULARITY_TEST_DATA/imagenet/sample not found");
+    return;
+  }
+  JpegDecoder decoder;
+  int gray_seen = 0;
+  for (const auto& s : test::sample_images(data)) {
+    const auto bytes = test::read_file_bytes(s.path);
+    JpegHeader header;
+    REQUIRE_MESSAGE(decoder.read_header(bytes.data(), bytes.size(), header), s.path);
+    CHECK(header.width >= 68);
+    CHECK(header.width <= 2400);
+    RgbImage image;
+    REQUIRE_MESSAGE(decoder.decode(bytes.data(), bytes.size(), 224, 224, image), s.path);
+    CHECK(std::min(image.width, image.height) >= std::min(224, std::min(header.width, header.height)));
+    CHECK(image.width <= header.width);
+    if (s.wnid == "n03908714") {  // the pencil sharpener is a grayscale JPEG, 333 x 500
+      ++gray_seen;
+      RgbImage full;
+      REQUIRE(decoder.decode(bytes.data(), bytes.size(), 0, 0, full));
+      CHECK(full.width == 333);
+      CHECK(full.height == 500);
+      bool channels_equal = true;
+      for (size_t i = 0; i < full.pixels.size(); i += 3)
+        channels_equal &= full.pixels[i] == full.pixels[i + 1] && full.pixels[i] == full.pixels[i + 2];
+      CHECK(channels_equal);
+    }
+  }
+  CHECK(gray_seen == 1);
+}
+
+TEST_CASE("decode: a CMYK JPEG (made by PIL) matches PIL's RGB conversion") {
+  test::TempDir dir;
+  if (!test::run_torchvision_reference("cmyk " + (dir / "cmyk.jpg") + " " + (dir / "cmyk.rgb"))) {
+    MESSAGE("skipped: /usr/bin/python3 with PIL, torchvision and numpy is not available");
+    return;
+  }
+  const auto jpeg = test::read_file_bytes(dir / "cmyk.jpg");
+  const auto reference = test::read_file_bytes(dir / "cmyk.rgb");
+  JpegDecoder decoder;
+  JpegHeader header;
+  REQUIRE(decoder.read_header(jpeg.data(), jpeg.size(), header));
+  CHECK(header.cmyk);
+  RgbImage image;
+  REQUIRE(decoder.decode(jpeg.data(), jpeg.size(), 0, 0, image));
+  REQUIRE(image.width == 64);
+  REQUIRE(image.height == 48);
+  REQUIRE(reference.size() == image.pixels.size());
+  int max_diff = 0;
+  for (size_t i = 0; i < reference.size(); ++i) max_diff = std::max(max_diff, std::abs(reference[i] - image.pixels[i]));
+  // Same libjpeg output, PIL's fixed-point CMYK->RGB against our rounding: one step at most.
+  CHECK(max_diff <= 1);
+}
+
+TEST_CASE("decode: a truncated JPEG, a text file and an empty file are refused with a reason") {
+  const std::string data = test::imagenet_data_dir();
+  JpegDecoder decoder;
+  RgbImage image;
+  const std::string text = "this is a text file named .JPEG\n";
+  CHECK_FALSE(decoder.decode(reinterpret_cast<const uint8_t*>(text.data()), text.size(), 0, 0, image));
+  CHECK(decoder.last_error().find("not a JPEG") != std::string::npos);
+  CHECK_FALSE(decoder.decode(nullptr, 0, 0, 0, image));
+  if (data.empty()) {
+    MESSAGE("truncated-file case skipped: SINGULARITY_TEST_DATA/imagenet/sample not found");
+    return;
+  }
+  const auto bytes = test::read_file_bytes(test::sample_images(data)[0].path);
+  CHECK_FALSE(decoder.decode(bytes.data(), bytes.size() / 2, 0, 0, image));
+  CHECK(decoder.last_error().find("Premature end") != std::string::npos);
+  CHECK_FALSE(decoder.decode(bytes.data(), 300, 0, 0, image));  // header cut short
+}
