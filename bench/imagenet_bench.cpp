@@ -5,6 +5,7 @@
 //
 // The JPEGs are read into memory first, so the figure is decode + crop + resize + flip +
 // normalise, as in the torchvision side. Prints one JSON line.
+#include "backend/blas_core.h"
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "imagenet/image_index.h"
 
 int main(int argc, char** argv) {
+  sg::reexec_with_best_blas_core(argv);  // the binary's BLAS kernels and OpenMP waiting
   if (argc < 2) {
     std::fprintf(stderr, "usage: imagenet_bench DIR [--passes N] [--split train|val] [--no-dct]\n");
     return 2;

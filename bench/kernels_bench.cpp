@@ -3,6 +3,7 @@
 //   kernels_bench [--threads N] [--reps R]
 // Reports GFLOP/s for matmul / attention and GB/s (bytes each op must move) for the rest, then
 // an estimate of one 6-layer training step built from the per-op times.
+#include "backend/blas_core.h"
 #include <cblas.h>
 #include <omp.h>
 
@@ -65,6 +66,7 @@ void report_bytes(const char* name, double seconds, double bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sg::reexec_with_best_blas_core(argv);  // the binary's BLAS kernels and OpenMP waiting
   int threads = 2;
   int blas_threads = -1;  // default: as many as OpenMP threads
   std::string only;       // run only the ops whose name contains this

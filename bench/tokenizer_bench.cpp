@@ -2,6 +2,7 @@
 // document per task, as the dataset writer does), on the shared samples: OpenWebText's first
 // 100 documents and tinyshakespeare, each repeated to about 10 MB. Not a test: timings depend on
 // the machine. Usage: tokenizer_bench [DATA_DIR] (default $SINGULARITY_TEST_DATA).
+#include "backend/blas_core.h"
 #include <omp.h>
 
 #include <chrono>
@@ -53,6 +54,7 @@ double encode_all(const sg::Gpt2Tokenizer& tok, const std::vector<std::string>& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  sg::reexec_with_best_blas_core(argv);  // the binary's BLAS kernels and OpenMP waiting
   const char* env = std::getenv("SINGULARITY_TEST_DATA");
   const std::string data = argc > 1 ? argv[1] : (env != nullptr ? env : "");
   if (data.empty()) {

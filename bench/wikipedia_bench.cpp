@@ -6,6 +6,7 @@
 //   bz2+XML+clean        read_wikipedia_dump on the .bz2: the whole reader
 //   XML+clean            read_wikipedia_dump on the same dump decompressed to a temporary .xml
 // MB/s is of uncompressed XML (MB = 10^6 bytes); articles/s counts articles passed to the sink.
+#include "backend/blas_core.h"
 #include <bzlib.h>
 
 #include <chrono>
@@ -55,6 +56,7 @@ void report(const char* stage, double seconds, int64_t xml_bytes, int64_t articl
 }  // namespace
 
 int main(int argc, char** argv) {
+  sg::reexec_with_best_blas_core(argv);  // the binary's BLAS kernels and OpenMP waiting
   std::string dump;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
