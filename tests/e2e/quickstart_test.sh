@@ -23,7 +23,7 @@ echo "val loss $first -> $last"
 awk -v l="$last" 'BEGIN { exit !(l <= 0.5 * log(512)) }' || { echo "FAIL: val loss $last > ln(512)/2"; exit 1; }
 awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f) }' || { echo "FAIL: val loss did not fall"; exit 1; }
 steps=$(grep -c '"grad_norm"' "$metrics")
-[[ $steps -eq 200 ]] || { echo "FAIL: expected 200 step lines, got $steps"; exit 1; }
+[[ $steps -eq 400 ]] || { echo "FAIL: expected 400 step lines, got $steps"; exit 1; }
 
 "$bin" sample --checkpoint runs/quickstart --prompt "1 2 3" --tokens 16 > sample.log
 cat sample.log
