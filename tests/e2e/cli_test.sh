@@ -27,10 +27,27 @@ expect() {
 }
 
 expect 0 'singularity [0-9]+\.[0-9]+' -- "$bin" --version
-expect 0 'train.*plan.*sample.*info' -- bash -c "'$bin' --help | tr '\n' ' '"
-for sub in train plan sample info; do
+expect 0 'train.*plan.*sample.*prepare.*info' -- bash -c "'$bin' --help | tr '\n' ' '"
+for sub in train plan sample prepare info; do
   expect 0 'Usage|usage' -- "$bin" "$sub" --help
 done
+
+# The man page documents every subcommand and every option the real parser accepts.
+man_page="${SINGULARITY_SOURCE_ROOT:-}/man/singularity.1"
+if [[ -f $man_page ]]; then
+  man_text=$(sed -e 's/\\-/-/g' "$man_page")
+  for sub in train plan sample prepare info; do
+    for option in $("$bin" "$sub" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
+      [[ $option == --help ]] && continue
+      if grep -qF -- "$option" <<<"$man_text" && grep -qE "^\.B singularity $sub" <<<"$man_text"; then
+        pass=$((pass + 1))
+      else
+        echo "FAIL: man/singularity.1 does not document '$sub $option'"
+        failures=$((failures + 1))
+      fi
+    done
+  done
+fi
 expect 2 'subcommand|required' -- "$bin"
 expect 2 "unknown command 'nonsense'" -- "$bin" nonsense
 expect 2 'missing.yaml' -- "$bin" train missing.yaml
