@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -43,23 +45,51 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
   fmt::print("virtual mesh:      data {} x tensor {} x pipeline {}\n", spec.parallel.data,
              spec.parallel.tensor, spec.parallel.pipeline);
   const int processes = spec.devices.processes;
-  const int mesh_per_process = spec.parallel.tensor * spec.parallel.pipeline;
-  const int replicas_per_process = spec.parallel.data / (processes / mesh_per_process);
-  fmt::print("device map:        {} process(es) on backend {}, {} thread(s) each; each process "
-             "runs {} virtual data replica(s) one after another\n",
+  const int tensor = spec.parallel.tensor, pipeline = spec.parallel.pipeline;
+  const int mesh_per_process = tensor * pipeline;
+  const int data_processes = processes / mesh_per_process;
+  const int replicas_per_process = spec.parallel.data / data_processes;
+  fmt::print("device map:        {} process(es) on backend {}, {} thread(s) each; each runs {} "
+             "virtual data replica(s) one after another\n",
              processes, spec.devices.backend, resolve_threads(spec), replicas_per_process);
+  // Process p owns tensor coordinate p % tensor and pipeline stage (p / tensor) % pipeline; the
+  // data-parallel group of a coordinate is every (tensor x pipeline)-th process.
+  constexpr int kShown = 16;
+  for (int p = 0; p < std::min(processes, kShown); ++p) {
+    const int t = p % tensor, stage = (p / tensor) % pipeline, d = p / mesh_per_process;
+    fmt::print("  process {:>3}: tensor {}, pipeline stage {}, data replicas {}..{}\n", p, t,
+               stage, d * replicas_per_process, (d + 1) * replicas_per_process - 1);
+  }
+  if (processes > kShown) fmt::print("  ... ({} processes in all)\n", processes);
   fmt::print("micro-steps:       {} per replica per step (global batch {} = data {} x "
              "micro_batch {} x {})\n",
              spec.grad_accum_steps(), spec.train.global_batch, spec.parallel.data,
              spec.train.micro_batch, spec.grad_accum_steps());
 
-  const double params_bytes = 4 * n, grads_bytes = 4 * n, optimizer_bytes = 8 * n;
+  // Per process: the model is split over tensor x pipeline; ZeRO-1 divides the optimizer state
+  // over the data-parallel processes, ZeRO-2 the gradients too.
+  const double model_share = n / mesh_per_process;
+  const double params_bytes = 4 * model_share;
+  // ZeRO-2 reduce-scatters the gradients (each process receives 1/data_processes of the sum), but
+  // the CPU backend still accumulates micro-steps into a full-size buffer, so it is counted whole.
+  const double grads_bytes = 4 * model_share;
+  const double optimizer_bytes = 8 * model_share / (spec.parallel.zero >= 1 ? data_processes : 1);
   const double activation_bytes =
-      4.0 * static_cast<double>(gpt2_activation_floats(shape, spec.train.micro_batch, T));
-  fmt::print("memory per device (fp32):\n");
+      4.0 * static_cast<double>(gpt2_activation_floats(shape, spec.train.micro_batch, T)) /
+      mesh_per_process;
+  fmt::print("memory per process (fp32{}):\n",
+             mesh_per_process > 1 ? ", model split evenly over tensor x pipeline" : "");
   fmt::print("  parameters       {}\n", human_bytes(params_bytes));
-  fmt::print("  gradients        {}\n", human_bytes(grads_bytes));
-  fmt::print("  optimizer state  {} (AdamW m and v)\n", human_bytes(optimizer_bytes));
+  fmt::print("  gradients        {}{}\n", human_bytes(grads_bytes),
+             spec.parallel.zero >= 2
+                 ? fmt::format(" (ZeRO-2: each process receives the reduced 1/{}; the "
+                               "accumulation buffer is full size)",
+                               data_processes)
+                 : "");
+  fmt::print("  optimizer state  {} (AdamW m and v){}\n", human_bytes(optimizer_bytes),
+             spec.parallel.zero >= 1 ? fmt::format("; ZeRO-{}: 1/{} of {}", spec.parallel.zero,
+                                                   data_processes, human_bytes(8 * model_share))
+                                     : "");
   fmt::print("  activations      {} (micro-batch {} x {} tokens, with backward scratch)\n",
              human_bytes(activation_bytes), spec.train.micro_batch, T);
   fmt::print("  total            {}\n",

@@ -103,6 +103,11 @@ cp shards/train_000.bin shards/val_000.bin
 sed -e 's#nowhere#shards#g' nodata.yaml > badshard.yaml
 expect 1 'shards/(train|val)_000\.bin' -- "$bin" train badshard.yaml
 
+# Every shipped config validates.
+for config in "${SINGULARITY_SOURCE_ROOT:-/nonexistent}"/configs/*.yaml; do
+  [[ -f $config ]] && expect 0 'flops per step' -- "$bin" plan "$config"
+done
+
 expect 0 'backends: cpu' -- "$bin" info
 expect 2 'prompt' -- "$bin" sample --checkpoint nowhere
 
