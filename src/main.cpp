@@ -72,11 +72,15 @@ int main(int argc, char** argv) {
   sample->add_option("--checkpoint", args.checkpoint,
                      "checkpoint directory (step_*), or a run directory (newest checkpoint)")
       ->required();
-  sample->add_option("--prompt", args.prompt, "prompt as token ids, e.g. \"1 2 3\"")->required();
+  sample->add_option("--prompt", args.prompt,
+                     "prompt: text (GPT-2-tokenized models) or token ids, e.g. \"1 2 3\"")
+      ->required();
   sample->add_option("--tokens", args.tokens, "tokens to generate")->check(CLI::Range(1, 100000));
   sample->add_option("--temperature", args.temperature, "sampling temperature; 0 = greedy")
       ->check(CLI::Range(0.0, 100.0));
   sample->add_option("--seed", args.seed, "sampling seed");
+  sample->add_option("--tokenizer", args.prepare.tokenizer_dir,
+                     "GPT-2 tokenizer directory for text prompts (default $SINGULARITY_TOKENIZER)");
 
   auto* prepare = app.add_subcommand(
       "prepare", "turn raw datasets into token shards, or index (and pack) an ImageNet tree");
@@ -130,7 +134,8 @@ int main(int argc, char** argv) {
     if (*plan) return sg::run_plan_command(args.job, args.sets);
     if (*sample) {
       return sg::run_sample_command(args.job, args.sets, args.checkpoint, args.prompt,
-                                    args.tokens, args.temperature, args.seed);
+                                    args.tokens, args.temperature, args.seed,
+                                    args.prepare.tokenizer_dir);
     }
     if (*info) return sg::run_info_command(args.peak);
     if (*prepare) return sg::run_prepare_command(args.prepare);

@@ -17,7 +17,7 @@ int run_train_command(const std::string& job_path, const std::vector<std::string
 int run_plan_command(const std::string& job_path, const std::vector<std::string>& sets);
 int run_sample_command(const std::string& job_path, const std::vector<std::string>& sets,
                        const std::string& checkpoint, const std::string& prompt, int tokens,
-                       double temperature, uint64_t seed);
+                       double temperature, uint64_t seed, const std::string& tokenizer_dir);
 int run_info_command(bool measure_peak);
 
 struct PrepareArguments {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
+#include <span>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -11,6 +13,7 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
 #include "model/gpt2.h"
+#include "tokenizer/gpt2_tokenizer.h"
 #include "train/train_checkpoint.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -19,9 +22,8 @@
 namespace sg {
 namespace {
 
-// Token ids from "1 2 3" or "1,2,3". Text prompts need the GPT-2 tokenizer, which the
-// synthetic datasets do not use.
-std::vector<int32_t> parse_prompt(const std::string& prompt, int vocab) {
+// Token ids from "1 2 3" or "1,2,3", or nullopt when the prompt is not a list of ids.
+std::optional<std::vector<int32_t>> parse_token_ids(const std::string& prompt, int vocab) {
   std::string s = prompt;
   std::replace(s.begin(), s.end(), ',', ' ');
   std::istringstream in(s);
@@ -33,18 +35,27 @@ std::vector<int32_t> parse_prompt(const std::string& prompt, int vocab) {
     try {
       id = std::stol(word, &used);
     } catch (const std::exception&) {
-      used = 0;
+      return std::nullopt;
     }
-    if (used != word.size() || id < 0 || id >= vocab) {
-      throw SpecError(fmt::format(
-          "--prompt: '{}' is not a token id in [0, {}); this model's dataset has no text "
-          "tokenizer, so give the prompt as token ids, e.g. --prompt \"1 2 3\"",
-          word, vocab));
+    if (used != word.size()) return std::nullopt;
+    if (id < 0 || id >= vocab) {
+      throw SpecError(fmt::format("--prompt: token id {} is outside the vocabulary [0, {})", id,
+                                  vocab));
     }
     ids.push_back(static_cast<int32_t>(id));
   }
-  if (ids.empty()) throw SpecError("--prompt is empty: give at least one token id");
+  if (ids.empty()) return std::nullopt;
   return ids;
+}
+
+// GPT-2's tokenizer for text prompts of models trained on GPT-2 tokens (vocab 50257).
+std::optional<Gpt2Tokenizer> text_tokenizer(const std::string& dir_option, int vocab) {
+  std::string dir = dir_option;
+  if (dir.empty()) {
+    if (const char* env = std::getenv("SINGULARITY_TOKENIZER")) dir = env;
+  }
+  if (dir.empty() || vocab != 50257) return std::nullopt;
+  return Gpt2Tokenizer::load(dir);
 }
 
 std::string resolve_checkpoint(const std::string& path) {
@@ -62,7 +73,7 @@ std::string resolve_checkpoint(const std::string& path) {
 
 int run_sample_command(const std::string& job_path, const std::vector<std::string>& sets,
                        const std::string& checkpoint, const std::string& prompt, int tokens,
-                       double temperature, uint64_t seed) {
+                       double temperature, uint64_t seed, const std::string& tokenizer_dir) {
   const JobSpec spec = load_job_or_quickstart(job_path, sets);
   const int threads = resolve_threads(spec);
   omp_set_num_threads(threads);
@@ -75,7 +86,20 @@ int run_sample_command(const std::string& job_path, const std::vector<std::strin
   const TrainerState state =
       load_training_checkpoint(path, layout, params.data(), m.data(), v.data());
 
-  std::vector<int32_t> sequence = parse_prompt(prompt, shape.vocab);
+  const std::optional<Gpt2Tokenizer> tokenizer = text_tokenizer(tokenizer_dir, shape.vocab);
+  std::vector<int32_t> sequence;
+  if (auto ids = parse_token_ids(prompt, shape.vocab)) {
+    sequence = *ids;
+  } else if (tokenizer) {
+    sequence = tokenizer->encode(prompt);
+    if (sequence.empty()) throw SpecError("--prompt is empty: give some text or token ids");
+  } else {
+    throw SpecError(fmt::format(
+        "--prompt: '{}' is not a list of token ids; text prompts need GPT-2's tokenizer and a "
+        "model with vocab 50257 (pass --tokenizer DIR or set SINGULARITY_TOKENIZER), otherwise "
+        "give ids, e.g. --prompt \"1 2 3\"",
+        prompt));
+  }
   const int T = shape.context;
   GPT2 model(layout, 1, T);
   std::vector<int32_t> window(T, 0);
@@ -114,6 +138,11 @@ int run_sample_command(const std::string& job_path, const std::vector<std::strin
     (i < prompt_length ? prompt_text : generated) += fmt::format("{} ", sequence[i]);
   }
   fmt::print("prompt:    {}\ngenerated: {}\n", prompt_text, generated);
+  if (tokenizer) {
+    const std::span<const int32_t> all(sequence);
+    fmt::print("text:      {}{}\n", tokenizer->decode(all.first(prompt_length)),
+               tokenizer->decode(all.subspan(prompt_length)));
+  }
   return 0;
 }
 

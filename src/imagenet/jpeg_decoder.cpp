@@ -3,7 +3,14 @@
 #include <fmt/format.h>
 #include <turbojpeg.h>
 
+// jpeglib.h needs size_t and FILE declared first.
+#include <csetjmp>
+#include <cstdio>
 #include <cstring>
+#include <jpeglib.h>
+#include <jerror.h>
+
+#include <algorithm>
 
 #include "util/error.h"
 
@@ -31,30 +38,157 @@ void choose_dct_scale(int width, int height, int min_width, int min_height, int&
   }
 }
 
-JpegDecoder::JpegDecoder() : handle_(tjInitDecompress()) {
-  if (handle_ == nullptr) throw RunError(fmt::format("TurboJPEG: cannot create a decoder ({})", tjGetErrorStr2(nullptr)));
-}
+// libjpeg reports fatal errors through error_exit, which must not return: we longjmp back to
+// the call that started the work. Warnings (e.g. "extraneous bytes before marker") leave a
+// complete image and PIL accepts those files too; a premature end of the data leaves grey
+// padding, so it counts as an error.
+struct JpegDecoder::Impl {
+  struct Errors {
+    jpeg_error_mgr pub;
+    std::jmp_buf jump;
+    Impl* impl;
+  };
+  jpeg_decompress_struct cinfo{};
+  Errors errors{};
+  char message[JMSG_LENGTH_MAX] = {};
+  bool premature_end = false;
+  // The bytes whose header cinfo holds (state DSTATE_READY), and where their first scan starts.
+  const uint8_t* header_of = nullptr;
+  size_t header_size = 0;
+  size_t scan_start = 0;
+  std::vector<JSAMPROW> rows;
 
-JpegDecoder::~JpegDecoder() { tjDestroy(static_cast<tjhandle>(handle_)); }
+  static void error_exit(j_common_ptr cinfo) {
+    auto* e = reinterpret_cast<Errors*>(cinfo->err);
+    (*cinfo->err->format_message)(cinfo, e->impl->message);
+    std::longjmp(e->jump, 1);
+  }
+  static void emit_message(j_common_ptr cinfo, int level) {
+    if (level >= 0) return;  // trace messages
+    auto* e = reinterpret_cast<Errors*>(cinfo->err);
+    if (cinfo->err->msg_code == JWRN_JPEG_EOF) {
+      e->impl->premature_end = true;
+      (*cinfo->err->format_message)(cinfo, e->impl->message);
+    }
+    ++cinfo->err->num_warnings;
+  }
+  static void output_message(j_common_ptr) {}
+
+  Impl() {
+    cinfo.err = jpeg_std_error(&errors.pub);
+    errors.pub.error_exit = error_exit;
+    errors.pub.emit_message = emit_message;
+    errors.pub.output_message = output_message;
+    errors.impl = this;
+    jpeg_create_decompress(&cinfo);  // only fails on out-of-memory, which error_exit cannot jump from here
+  }
+  ~Impl() { jpeg_destroy_decompress(&cinfo); }
+
+  // Reads the header unless cinfo already holds this one; false with message set on failure.
+  // Functions that setjmp keep only trivially destructible locals.
+  bool header(const uint8_t* jpeg, size_t size) {
+    if (header_of == jpeg && header_size == size && cinfo.global_state != 0) return true;
+    header_of = nullptr;
+    if (setjmp(errors.jump) != 0) {
+      jpeg_abort_decompress(&cinfo);
+      return false;
+    }
+    jpeg_abort_decompress(&cinfo);
+    premature_end = false;
+    jpeg_mem_src(&cinfo, jpeg, static_cast<unsigned long>(size));
+    jpeg_read_header(&cinfo, TRUE);
+    header_of = jpeg;
+    header_size = size;
+    scan_start = size - cinfo.src->bytes_in_buffer;
+    return true;
+  }
+
+  // Decodes the window into out (resized here) at scale 1/den; the image's header must be read.
+  // components: 3 (RGB) or 4 (CMYK). left/width come back widened to whole iMCUs.
+  bool window(int den, bool cmyk, int x0, int y0, int x1, int y1, std::vector<uint8_t>& out, int& left, int& width,
+              int& full_width, int& full_height) {
+    header_of = nullptr;  // whatever happens, the header is used up
+    if (setjmp(errors.jump) != 0) {
+      jpeg_abort_decompress(&cinfo);
+      return false;
+    }
+    cinfo.scale_num = 1;
+    cinfo.scale_denom = static_cast<unsigned>(den);
+    cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
+    cinfo.dct_method = JDCT_ISLOW;
+    cinfo.do_fancy_upsampling = TRUE;
+    jpeg_start_decompress(&cinfo);
+    const int components = cmyk ? 4 : 3;
+    full_width = static_cast<int>(cinfo.output_width);
+    full_height = static_cast<int>(cinfo.output_height);
+    x0 = std::clamp(x0, 0, full_width);
+    x1 = std::clamp(x1, x0, full_width);
+    y0 = std::clamp(y0, 0, full_height);
+    y1 = std::clamp(y1, y0, full_height);
+    if (x1 == x0 || y1 == y0) {  // nothing to decode; keep a 1-pixel window so sizes stay valid
+      x0 = 0; x1 = 1; y0 = 0; y1 = 1;
+    }
+    JDIMENSION crop_x = static_cast<JDIMENSION>(x0), crop_w = static_cast<JDIMENSION>(x1 - x0);
+    if (x0 > 0 || x1 < full_width) jpeg_crop_scanline(&cinfo, &crop_x, &crop_w);
+    left = static_cast<int>(crop_x);
+    width = static_cast<int>(crop_w);
+    const size_t stride = static_cast<size_t>(width) * components;
+    out.resize(stride * static_cast<size_t>(y1 - y0));
+    if (y0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(y0));
+    rows.resize(static_cast<size_t>(std::max(1, cinfo.rec_outbuf_height)));
+    while (static_cast<int>(cinfo.output_scanline) < y1) {
+      const int row = static_cast<int>(cinfo.output_scanline) - y0;
+      const int n = std::min(static_cast<int>(rows.size()), y1 - static_cast<int>(cinfo.output_scanline));
+      for (int i = 0; i < n; ++i) rows[i] = out.data() + static_cast<size_t>(row + i) * stride;
+      jpeg_read_scanlines(&cinfo, rows.data(), static_cast<JDIMENSION>(n));
+    }
+    if (y1 == full_height) {
+      jpeg_finish_decompress(&cinfo);  // reads on to the end-of-image marker
+    } else {
+      jpeg_abort_decompress(&cinfo);
+      // The data below the window is not read, so its end is checked here: a complete file has
+      // an end-of-image marker (FF D9) after its first scan, which entropy-coded data, where FF
+      // is always followed by 00 or a restart marker D0..D7, cannot contain.
+      if (!premature_end) {
+        const uint8_t* p = header_of_bytes;
+        bool found = false;
+        for (size_t i = bytes_size; i >= scan_start + 2 && !found; --i) found = p[i - 2] == 0xFF && p[i - 1] == 0xD9;
+        if (!found) {
+          premature_end = true;
+          std::snprintf(message, sizeof(message), "Premature end of JPEG file (no end-of-image marker)");
+        }
+      }
+    }
+    return !premature_end;
+  }
+  const uint8_t* header_of_bytes = nullptr;
+  size_t bytes_size = 0;
+};
+
+JpegDecoder::JpegDecoder() : impl_(std::make_unique<Impl>()) {}
+
+JpegDecoder::~JpegDecoder() = default;
 
 bool JpegDecoder::read_header(const uint8_t* jpeg, size_t size, JpegHeader& header) {
-  int width = 0, height = 0, subsampling = 0, colorspace = 0;
-  if (size < 4 || jpeg[0] != 0xFF || jpeg[1] != 0xD8) {
+  if (jpeg == nullptr || size < 4 || jpeg[0] != 0xFF || jpeg[1] != 0xD8) {
     error_ = "not a JPEG (no SOI marker)";
     return false;
   }
-  if (tjDecompressHeader3(static_cast<tjhandle>(handle_), jpeg, static_cast<unsigned long>(size), &width, &height,
-                          &subsampling, &colorspace) != 0) {
-    error_ = tjGetErrorStr2(static_cast<tjhandle>(handle_));
+  Impl& d = *impl_;
+  if (!d.header(jpeg, size)) {
+    error_ = d.message;
     return false;
   }
-  if (width <= 0 || height <= 0) {
+  d.header_of_bytes = jpeg;
+  d.bytes_size = size;
+  if (d.cinfo.image_width == 0 || d.cinfo.image_height == 0) {
     error_ = "zero-sized image";
+    d.header_of = nullptr;
     return false;
   }
-  header.width = width;
-  header.height = height;
-  header.cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
+  header.width = static_cast<int>(d.cinfo.image_width);
+  header.height = static_cast<int>(d.cinfo.image_height);
+  header.cmyk = d.cinfo.jpeg_color_space == JCS_CMYK || d.cinfo.jpeg_color_space == JCS_YCCK;
   return true;
 }
 
@@ -63,31 +197,36 @@ bool JpegDecoder::decode(const uint8_t* jpeg, size_t size, int min_width, int mi
   if (!read_header(jpeg, size, header)) return false;
   int num = 1, den = 1;
   if (min_width > 0 || min_height > 0) choose_dct_scale(header.width, header.height, min_width, min_height, num, den);
-  const tjscalingfactor factor{num, den};
-  const int w = TJSCALED(header.width, factor), h = TJSCALED(header.height, factor);
-  out.width = w;
-  out.height = h;
-  out.pixels.resize(static_cast<size_t>(w) * h * 3);
-  auto* handle = static_cast<tjhandle>(handle_);
-  // TurboJPEG 2.1 cannot convert CMYK/YCCK to RGB itself ("Unsupported color conversion"), so
-  // CMYK comes out raw and is converted below.
-  uint8_t* target = out.pixels.data();
-  if (header.cmyk) {
-    cmyk_.resize(static_cast<size_t>(w) * h * 4);
-    target = cmyk_.data();
+  return decode_window(jpeg, size, den, 0, 0, dct_scaled(header.width, den), dct_scaled(header.height, den), out);
+}
+
+bool JpegDecoder::decode_window(const uint8_t* jpeg, size_t size, int den, int x0, int y0, int x1, int y1,
+                                RgbImage& out) {
+  JpegHeader header;
+  if (!read_header(jpeg, size, header)) return false;
+  if (den != 1 && den != 2 && den != 4 && den != 8)
+    throw RunError(fmt::format("JpegDecoder::decode_window: scale 1/{} is not 1/1, 1/2, 1/4 or 1/8", den));
+  Impl& d = *impl_;
+  // libjpeg-turbo converts CMYK/YCCK to RGB only as raw CMYK, converted below.
+  std::vector<uint8_t>& target = header.cmyk ? cmyk_ : out.pixels;
+  int left = 0, width = 0, full_width = 0, full_height = 0;
+  if (!d.window(den, header.cmyk, x0, y0, x1, y1, target, left, width, full_width, full_height)) {
+    error_ = d.message;
+    return false;
   }
-  const int rc = tjDecompress2(handle, jpeg, static_cast<unsigned long>(size), target, w, 0, h,
-                               header.cmyk ? TJPF_CMYK : TJPF_RGB, 0);
-  if (rc != 0) {
-    error_ = tjGetErrorStr2(handle);
-    // Warnings (e.g. "extraneous bytes before marker") leave a complete image and PIL accepts
-    // those files too; a premature end leaves grey padding, so it counts as undecodable.
-    if (tjGetErrorCode(handle) != TJERR_WARNING || error_.find("Premature end") != std::string::npos) return false;
-  }
+  const int components = header.cmyk ? 4 : 3;
+  out.width = width;
+  out.height = static_cast<int>(target.size() / (static_cast<size_t>(width) * components));
+  out.left = left;
+  out.top = std::clamp(y0, 0, full_height);
+  if (out.height == 1 && (std::clamp(y1, 0, full_height) <= out.top)) out.top = 0;  // the empty-window case
+  out.full_width = full_width;
+  out.full_height = full_height;
   if (header.cmyk) {
     // Adobe (Photoshop) CMYK JPEGs store inverted ink values; like PIL we assume that
     // convention, so with stored s: R = s_C * s_K / 255 (= (255 - C)(255 - K) / 255).
-    const size_t n = static_cast<size_t>(w) * h;
+    const size_t n = static_cast<size_t>(out.width) * out.height;
+    out.pixels.resize(n * 3);
     for (size_t i = 0; i < n; ++i) {
       const unsigned k = cmyk_[4 * i + 3];
       for (int c = 0; c < 3; ++c) out.pixels[3 * i + c] = static_cast<uint8_t>((cmyk_[4 * i + c] * k + 127) / 255);
@@ -95,7 +234,6 @@ bool JpegDecoder::decode(const uint8_t* jpeg, size_t size, int min_width, int mi
   }
   return true;
 }
-
 std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality) {
   tjhandle handle = tjInitCompress();
   if (handle == nullptr) throw RunError("TurboJPEG: cannot create an encoder");

@@ -58,5 +58,10 @@ for name in shakespeare openwebtext wikipedia; do
   awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f - 1.0) }' || fail "$name: val loss did not fall by 1 nat ($first -> $last)"
 done
 
-echo "$(( 9 - failures )) passed, $failures failed"
+# Text prompts go through the GPT-2 tokenizer and come back as text.
+"$bin" sample "$source_root/configs/gpt-tiny-shakespeare.yaml" --checkpoint run-shakespeare \
+  --prompt "ROMEO:" --tokens 8 > sample.log 2>&1 || fail "sample: $(tail -2 sample.log)"
+grep -q '^text: *ROMEO:' sample.log || fail "sample printed no text: $(cat sample.log)"
+
+echo "$(( 10 - failures )) passed, $failures failed"
 [[ $failures -eq 0 ]]
