@@ -42,16 +42,25 @@ bool decode_and_transform(float* out, const uint8_t* jpeg, size_t size, Split sp
     box = split == Split::Train
               ? random_resized_crop_box(header.width, header.height, seed, epoch, sample_index, options.augment)
               : center_crop_box(header.width, header.height, options.augment);
-    int min_w = 0, min_h = 0;
-    if (options.dct_scaling) min_decode_size(box, header.width, header.height, side, min_w, min_h);
-    ok = decoder.decode(jpeg, size, min_w, min_h, scratch);
+    int num = 1, den = 1;
+    if (options.dct_scaling) {
+      int min_w = 0, min_h = 0;
+      min_decode_size(box, header.width, header.height, side, min_w, min_h);
+      choose_dct_scale(header.width, header.height, min_w, min_h, num, den);
+    }
+    const int w = dct_scaled(header.width, den), h = dct_scaled(header.height, den);
+    box = scale_box(box, header.width, header.height, w, h);
+    // Only the window the resampler reads is decoded: the same pixels there, less work.
+    int x0 = 0, y0 = 0, x1 = w, y1 = h;
+    resample_window(box, w, h, side, x0, y0, x1, y1);
+    ok = decoder.decode_window(jpeg, size, den, x0, y0, x1, y1, scratch);
   }
   if (!ok) {
     if (why != nullptr) *why = decoder.last_error();
     std::fill(out, out + 3 * static_cast<size_t>(side) * side, 0.0f);
     return false;
   }
-  resample_normalize(out, scratch, scale_box(box, header.width, header.height, scratch.width, scratch.height), side);
+  resample_normalize(out, scratch, box, side);
   return true;
 }
 

@@ -4,6 +4,10 @@
 #include <cmath>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "util/error.h"
+
 namespace sg {
 namespace {
 
@@ -58,13 +62,14 @@ Coefficients bilinear_coefficients(double in0, double in1, int lo, int hi, int o
 }
 
 // tmp (rows, out_w, 3) = the rows [row0, row0 + rows) of the image resampled horizontally.
+// Rows and columns are in the whole image's coordinates; image may hold a window of it.
 void resample_rows(float* tmp, const RgbImage& image, int row0, int rows, const Coefficients& cx, int out_w) {
   for (int r = 0; r < rows; ++r) {
-    const uint8_t* line = image.pixels.data() + static_cast<size_t>(row0 + r) * image.width * 3;
+    const uint8_t* line = image.pixels.data() + static_cast<size_t>(row0 + r - image.top) * image.width * 3;
     float* dst = tmp + static_cast<size_t>(r) * out_w * 3;
     for (int o = 0; o < out_w; ++o) {
       const float* w = &cx.weight[static_cast<size_t>(o) * cx.taps];
-      const uint8_t* src = line + static_cast<size_t>(cx.first[o]) * 3;
+      const uint8_t* src = line + static_cast<size_t>(cx.first[o] - image.left) * 3;
       float s0 = 0, s1 = 0, s2 = 0;
       for (int k = 0; k < cx.count[o]; ++k) {
         s0 += w[k] * src[3 * k];
@@ -152,17 +157,49 @@ void min_decode_size(const CropBox& box, int width, int height, int size, int& m
   min_height = static_cast<int>(std::ceil(size * height / box.h - 1e-6));
 }
 
+namespace {
+
+// The pixels [lo_x, hi_x) x [lo_y, hi_y) of a width x height image that the filter may read.
+void readable_range(const CropBox& box, int width, int height, int& lo_x, int& hi_x, int& lo_y, int& hi_y) {
+  lo_x = box.clamp_to_box ? std::max(0, static_cast<int>(std::floor(box.x + 1e-9))) : 0;
+  hi_x = box.clamp_to_box ? std::min(width, static_cast<int>(std::ceil(box.x + box.w - 1e-9))) : width;
+  lo_y = box.clamp_to_box ? std::max(0, static_cast<int>(std::floor(box.y + 1e-9))) : 0;
+  hi_y = box.clamp_to_box ? std::min(height, static_cast<int>(std::ceil(box.y + box.h - 1e-9))) : height;
+}
+
+// Narrows readable [lo, hi) to the pixels the filter can read from [in0, in1): bounds on the
+// taps of the first and last output pixels (see bilinear_coefficients), then adds a spare pixel
+// on each side within [0, extent).
+void filter_span(double in0, double in1, int size, int extent, int& lo, int& hi) {
+  const double support = std::max((in1 - in0) / size, 1.0);
+  lo = std::max(0, std::max(lo, static_cast<int>(std::floor(in0 - support))) - 1);
+  hi = std::min(extent, std::min(hi, static_cast<int>(std::ceil(in1 + support)) + 1) + 1);
+}
+
+}  // namespace
+
+void resample_window(const CropBox& box, int width, int height, int size, int& x0, int& y0, int& x1, int& y1) {
+  readable_range(box, width, height, x0, x1, y0, y1);
+  filter_span(box.x, box.x + box.w, size, width, x0, x1);
+  filter_span(box.y, box.y + box.h, size, height, y0, y1);
+}
+
 void resample_normalize(float* out, const RgbImage& image, const CropBox& box, int size) {
-  const int lo_x = box.clamp_to_box ? std::max(0, static_cast<int>(std::floor(box.x + 1e-9))) : 0;
-  const int hi_x = box.clamp_to_box ? std::min(image.width, static_cast<int>(std::ceil(box.x + box.w - 1e-9))) : image.width;
-  const int lo_y = box.clamp_to_box ? std::max(0, static_cast<int>(std::floor(box.y + 1e-9))) : 0;
-  const int hi_y = box.clamp_to_box ? std::min(image.height, static_cast<int>(std::ceil(box.y + box.h - 1e-9))) : image.height;
+  int lo_x = 0, hi_x = 0, lo_y = 0, hi_y = 0;
+  readable_range(box, image.whole_width(), image.whole_height(), lo_x, hi_x, lo_y, hi_y);
   const Coefficients cx = bilinear_coefficients(box.x, box.x + box.w, lo_x, hi_x, size);
   const Coefficients cy = bilinear_coefficients(box.y, box.y + box.h, lo_y, hi_y, size);
   // Only the rows the vertical pass reads are resampled horizontally.
   const int row0 = cy.first.front();
   int row_end = row0;
   for (int o = 0; o < size; ++o) row_end = std::max(row_end, cy.first[o] + cy.count[o]);
+  int col_end = cx.first.front();
+  for (int o = 0; o < size; ++o) col_end = std::max(col_end, cx.first[o] + cx.count[o]);
+  if (row0 < image.top || row_end > image.top + image.height || cx.first.front() < image.left ||
+      col_end > image.left + image.width)
+    throw RunError(fmt::format("resample_normalize: the filter reads [{}, {}) x [{}, {}) outside the decoded window "
+                               "[{}, {}) x [{}, {})", cx.first.front(), col_end, row0, row_end, image.left,
+                               image.left + image.width, image.top, image.top + image.height));
   thread_local std::vector<float> tmp;
   tmp.resize(static_cast<size_t>(row_end - row0) * size * 3);
   resample_rows(tmp.data(), image, row0, row_end - row0, cx, size);

@@ -48,7 +48,12 @@ CropBox scale_box(const CropBox& box, int from_width, int from_height, int to_wi
 // to JpegDecoder::decode.
 void min_decode_size(const CropBox& box, int width, int height, int size, int& min_width, int& min_height);
 
-// out (3, size, size), channel-major: the box resampled, flipped if box.flip, then
+// The window [x0, x1) x [y0, y1) of a width x height image that resample_normalize reads for
+// this box, with a pixel to spare on each side (where the image has one): what to decode.
+void resample_window(const CropBox& box, int width, int height, int size, int& x0, int& y0, int& x1, int& y1);
+
+// out (3, size, size), channel-major: the box (in the whole image's pixels; image may hold only
+// a window of it that covers resample_window) resampled, flipped if box.flip, then
 // (v / 255 - mean) / std with ImageNet's mean (0.485, 0.456, 0.406) and std (0.229, 0.224, 0.225).
 void resample_normalize(float* out, const RgbImage& image, const CropBox& box, int size);
 

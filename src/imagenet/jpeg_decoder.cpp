@@ -87,7 +87,7 @@ struct JpegDecoder::Impl {
   // Reads the header unless cinfo already holds this one; false with message set on failure.
   // Functions that setjmp keep only trivially destructible locals.
   bool header(const uint8_t* jpeg, size_t size) {
-    if (header_of == jpeg && header_size == size && cinfo.global_state != 0) return true;
+    if (header_of == jpeg && header_size == size) return true;
     header_of = nullptr;
     if (setjmp(errors.jump) != 0) {
       jpeg_abort_decompress(&cinfo);
@@ -105,13 +105,19 @@ struct JpegDecoder::Impl {
 
   // Decodes the window into out (resized here) at scale 1/den; the image's header must be read.
   // components: 3 (RGB) or 4 (CMYK). left/width come back widened to whole iMCUs.
-  bool window(int den, bool cmyk, int x0, int y0, int x1, int y1, std::vector<uint8_t>& out, int& left, int& width,
-              int& full_width, int& full_height) {
+  bool window(const uint8_t* jpeg, size_t size, int den, bool cmyk, int x0, int y0, int x1, int y1,
+              std::vector<uint8_t>& out, RgbImage& shape) {
     header_of = nullptr;  // whatever happens, the header is used up
     if (setjmp(errors.jump) != 0) {
       jpeg_abort_decompress(&cinfo);
       return false;
     }
+    return decode_rows(jpeg, size, den, cmyk, x0, y0, x1, y1, out, shape);
+  }
+
+  // window()'s work, in its own frame so that the longjmp leaves no local of window() clobbered.
+  [[gnu::noinline]] bool decode_rows(const uint8_t* jpeg, size_t size, int den, bool cmyk, int x0, int y0, int x1,
+                                     int y1, std::vector<uint8_t>& out, RgbImage& shape) {
     cinfo.scale_num = 1;
     cinfo.scale_denom = static_cast<unsigned>(den);
     cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
@@ -119,20 +125,21 @@ struct JpegDecoder::Impl {
     cinfo.do_fancy_upsampling = TRUE;
     jpeg_start_decompress(&cinfo);
     const int components = cmyk ? 4 : 3;
-    full_width = static_cast<int>(cinfo.output_width);
-    full_height = static_cast<int>(cinfo.output_height);
-    x0 = std::clamp(x0, 0, full_width);
-    x1 = std::clamp(x1, x0, full_width);
-    y0 = std::clamp(y0, 0, full_height);
-    y1 = std::clamp(y1, y0, full_height);
-    if (x1 == x0 || y1 == y0) {  // nothing to decode; keep a 1-pixel window so sizes stay valid
-      x0 = 0; x1 = 1; y0 = 0; y1 = 1;
-    }
+    const int full_width = static_cast<int>(cinfo.output_width), full_height = static_cast<int>(cinfo.output_height);
+    // Clipped to the image, and at least one pixel (an empty window would make an empty image).
+    x0 = std::clamp(x0, 0, full_width - 1);
+    x1 = std::clamp(x1, x0 + 1, full_width);
+    y0 = std::clamp(y0, 0, full_height - 1);
+    y1 = std::clamp(y1, y0 + 1, full_height);
     JDIMENSION crop_x = static_cast<JDIMENSION>(x0), crop_w = static_cast<JDIMENSION>(x1 - x0);
     if (x0 > 0 || x1 < full_width) jpeg_crop_scanline(&cinfo, &crop_x, &crop_w);
-    left = static_cast<int>(crop_x);
-    width = static_cast<int>(crop_w);
-    const size_t stride = static_cast<size_t>(width) * components;
+    shape.left = static_cast<int>(crop_x);
+    shape.width = static_cast<int>(crop_w);
+    shape.top = y0;
+    shape.height = y1 - y0;
+    shape.full_width = full_width;
+    shape.full_height = full_height;
+    const size_t stride = static_cast<size_t>(shape.width) * components;
     out.resize(stride * static_cast<size_t>(y1 - y0));
     if (y0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(y0));
     rows.resize(static_cast<size_t>(std::max(1, cinfo.rec_outbuf_height)));
@@ -150,9 +157,8 @@ struct JpegDecoder::Impl {
       // an end-of-image marker (FF D9) after its first scan, which entropy-coded data, where FF
       // is always followed by 00 or a restart marker D0..D7, cannot contain.
       if (!premature_end) {
-        const uint8_t* p = header_of_bytes;
         bool found = false;
-        for (size_t i = bytes_size; i >= scan_start + 2 && !found; --i) found = p[i - 2] == 0xFF && p[i - 1] == 0xD9;
+        for (size_t i = size; i >= scan_start + 2 && !found; --i) found = jpeg[i - 2] == 0xFF && jpeg[i - 1] == 0xD9;
         if (!found) {
           premature_end = true;
           std::snprintf(message, sizeof(message), "Premature end of JPEG file (no end-of-image marker)");
@@ -161,8 +167,6 @@ struct JpegDecoder::Impl {
     }
     return !premature_end;
   }
-  const uint8_t* header_of_bytes = nullptr;
-  size_t bytes_size = 0;
 };
 
 JpegDecoder::JpegDecoder() : impl_(std::make_unique<Impl>()) {}
@@ -179,8 +183,6 @@ bool JpegDecoder::read_header(const uint8_t* jpeg, size_t size, JpegHeader& head
     error_ = d.message;
     return false;
   }
-  d.header_of_bytes = jpeg;
-  d.bytes_size = size;
   if (d.cinfo.image_width == 0 || d.cinfo.image_height == 0) {
     error_ = "zero-sized image";
     d.header_of = nullptr;
@@ -209,19 +211,10 @@ bool JpegDecoder::decode_window(const uint8_t* jpeg, size_t size, int den, int x
   Impl& d = *impl_;
   // libjpeg-turbo converts CMYK/YCCK to RGB only as raw CMYK, converted below.
   std::vector<uint8_t>& target = header.cmyk ? cmyk_ : out.pixels;
-  int left = 0, width = 0, full_width = 0, full_height = 0;
-  if (!d.window(den, header.cmyk, x0, y0, x1, y1, target, left, width, full_width, full_height)) {
+  if (!d.window(jpeg, size, den, header.cmyk, x0, y0, x1, y1, target, out)) {
     error_ = d.message;
     return false;
   }
-  const int components = header.cmyk ? 4 : 3;
-  out.width = width;
-  out.height = static_cast<int>(target.size() / (static_cast<size_t>(width) * components));
-  out.left = left;
-  out.top = std::clamp(y0, 0, full_height);
-  if (out.height == 1 && (std::clamp(y1, 0, full_height) <= out.top)) out.top = 0;  // the empty-window case
-  out.full_width = full_width;
-  out.full_height = full_height;
   if (header.cmyk) {
     // Adobe (Photoshop) CMYK JPEGs store inverted ink values; like PIL we assume that
     // convention, so with stored s: R = s_C * s_K / 255 (= (255 - C)(255 - K) / 255).

@@ -18,6 +18,7 @@
 #include "config/load_job_spec.h"
 #include "data/sequence_sampler.h"
 #include "data/token_dataset.h"
+#include "launch/process_world.h"
 #include "model/gpt2.h"
 #include "optim/lr_schedule.h"
 #include "parallel/data_parallel_optimizer.h"
@@ -80,7 +81,11 @@ bool due(int64_t step, int every, int64_t last_step) {
 int resolve_threads(const JobSpec& spec) {
   if (spec.devices.threads > 0) return spec.devices.threads;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, spec.devices.processes));
+  // Processes sharing this node: the launcher says so; else assume all of the job's processes
+  // land here (the self-launch case).
+  const auto launcher = detect_launcher();
+  const int on_node = launcher ? launcher->local_size : spec.devices.processes;
+  return std::max(1, cores / std::max(1, on_node));
 }
 
 TrainResult run_training(const JobSpec& spec, const TrainOptions& options) {

@@ -154,3 +154,44 @@ TEST_CASE("eval transform and a training crop match torchvision/PIL") {
   CHECK(d.max <= 1.25 * kStep);
   CHECK(d.mean <= 0.35 * kStep);
 }
+
+TEST_CASE("decode_and_transform decodes only the window it reads: the same bytes as a whole-image decode") {
+  const std::string data = test::imagenet_data_dir();
+  if (data.empty()) {
+    MESSAGE("skipped: SINGULARITY_TEST_DATA/imagenet/sample not found");
+    return;
+  }
+  const size_t plane = 3 * 224 * 224;
+  std::vector<float> windowed(plane), whole(plane);
+  JpegDecoder decoder;
+  RgbImage scratch, full;
+  int compared = 0, different = 0;
+  for (const auto& s : test::sample_images(data)) {
+    const auto bytes = test::read_file_bytes(s.path);
+    for (Split split : {Split::Train, Split::Val})
+      for (bool dct : {false, true})
+        for (int64_t index = 0; index < (split == Split::Train ? 4 : 1); ++index) {
+          LoaderOptions options;
+          options.dct_scaling = dct;
+          REQUIRE(decode_and_transform(windowed.data(), bytes.data(), bytes.size(), split, 7, 3, index, options,
+                                       decoder, scratch, nullptr));
+          // The reference: the whole image at the scale decode() picks, then the same resampling.
+          JpegHeader header;
+          REQUIRE(decoder.read_header(bytes.data(), bytes.size(), header));
+          const CropBox box = split == Split::Train
+                                  ? random_resized_crop_box(header.width, header.height, 7, 3, index, options.augment)
+                                  : center_crop_box(header.width, header.height, options.augment);
+          int min_w = 0, min_h = 0;
+          if (dct) min_decode_size(box, header.width, header.height, 224, min_w, min_h);
+          REQUIRE(decoder.decode(bytes.data(), bytes.size(), min_w, min_h, full));
+          resample_normalize(whole.data(), full, scale_box(box, header.width, header.height, full.width, full.height), 224);
+          ++compared;
+          if (std::memcmp(windowed.data(), whole.data(), plane * sizeof(float)) != 0) {
+            ++different;
+            MESSAGE(s.path << (split == Split::Train ? " train" : " val") << (dct ? " DCT" : "") << " index " << index);
+          }
+        }
+  }
+  CHECK(compared == 1000);
+  CHECK(different == 0);
+}

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "imagenet/jpeg_decoder.h"
 #include "imagenet_fixture.h"
@@ -98,4 +99,79 @@ TEST_CASE("decode: a truncated JPEG, a text file and an empty file are refused w
   CHECK_FALSE(decoder.decode(bytes.data(), bytes.size() / 2, 0, 0, image));
   CHECK(decoder.last_error().find("Premature end") != std::string::npos);
   CHECK_FALSE(decoder.decode(bytes.data(), 300, 0, 0, image));  // header cut short
+}
+
+TEST_CASE("decode_window: the window's pixels are the whole-image decode's, at every DCT scale") {
+  const std::string data = test::imagenet_data_dir();
+  if (data.empty()) {
+    MESSAGE("skipped: SINGULARITY_TEST_DATA/imagenet/sample not found");
+    return;
+  }
+  JpegDecoder decoder;
+  RgbImage whole, window;
+  uint64_t state = 12345;
+  auto below = [&state](int n) {  // a small LCG: the windows only need to vary
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>((state >> 33) % static_cast<uint64_t>(n));
+  };
+  int windows = 0, mismatches = 0;
+  for (const auto& s : test::sample_images(data)) {
+    const auto bytes = test::read_file_bytes(s.path);
+    for (int den : {1, 2, 4, 8}) {
+      JpegHeader header;
+      REQUIRE(decoder.read_header(bytes.data(), bytes.size(), header));
+      const int w = dct_scaled(header.width, den), h = dct_scaled(header.height, den);
+      REQUIRE(decoder.decode_window(bytes.data(), bytes.size(), den, 0, 0, w, h, whole));
+      REQUIRE(whole.width == w);
+      REQUIRE(whole.height == h);
+      for (int k = 0; k < 3; ++k) {
+        // Random windows, and one touching the top-left and one the bottom-right corner.
+        int x0 = below(w), y0 = below(h);
+        int x1 = x0 + 1 + below(w - x0), y1 = y0 + 1 + below(h - y0);
+        if (k == 1) x0 = y0 = 0;
+        if (k == 2) x1 = w, y1 = h;
+        REQUIRE(decoder.decode_window(bytes.data(), bytes.size(), den, x0, y0, x1, y1, window));
+        ++windows;
+        REQUIRE(window.full_width == w);
+        REQUIRE(window.full_height == h);
+        REQUIRE(window.top == y0);
+        REQUIRE(window.height == y1 - y0);
+        REQUIRE(window.left <= x0);
+        REQUIRE(window.left + window.width >= x1);
+        // Every pixel except the window's outermost columns inside the image: libjpeg's fancy
+        // upsampling sees no chroma neighbour there (measured: up to 2 steps off), so
+        // resample_window keeps a spare pixel on each side. Rows have no such edge.
+        const int c0 = window.left > 0 ? window.left + 1 : 0;
+        const int c1 = window.left + window.width < w ? window.left + window.width - 1 : w;
+        if (c1 <= c0) continue;
+        bool same = true;
+        for (int y = y0; y < y1 && same; ++y)
+          same = std::memcmp(&window.pixels[(static_cast<size_t>(y - y0) * window.width + (c0 - window.left)) * 3],
+                             &whole.pixels[(static_cast<size_t>(y) * w + c0) * 3],
+                             static_cast<size_t>(c1 - c0) * 3) == 0;
+        if (!same) {
+          ++mismatches;
+          MESSAGE(s.path << " 1/" << den << " window [" << x0 << ", " << x1 << ") x [" << y0 << ", " << y1 << ")");
+        }
+      }
+    }
+  }
+  CHECK(windows == 1200);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("decode_window: a truncated JPEG is refused even when the window lies above the cut") {
+  const std::string data = test::imagenet_data_dir();
+  if (data.empty()) {
+    MESSAGE("skipped: SINGULARITY_TEST_DATA/imagenet/sample not found");
+    return;
+  }
+  const auto bytes = test::read_file_bytes(test::sample_images(data)[0].path);
+  JpegDecoder decoder;
+  RgbImage image;
+  REQUIRE(decoder.decode_window(bytes.data(), bytes.size(), 1, 0, 0, 16, 16, image));
+  CHECK_FALSE(decoder.decode_window(bytes.data(), bytes.size() * 3 / 4, 1, 0, 0, 16, 16, image));
+  CHECK(decoder.last_error().find("Premature end") != std::string::npos);
+  // The decoder is usable again after a refusal.
+  CHECK(decoder.decode_window(bytes.data(), bytes.size(), 1, 0, 0, 16, 16, image));
 }
