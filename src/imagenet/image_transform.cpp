@@ -31,16 +31,17 @@ struct Coefficients {
   std::vector<float> weight;  // (out, taps)
 };
 
-Coefficients bilinear_coefficients(double in0, double in1, int lo, int hi, int out_size) {
+// Fills c (its buffers are reused from call to call).
+void bilinear_coefficients(Coefficients& c, double in0, double in1, int lo, int hi, int out_size) {
   const double scale = (in1 - in0) / out_size;
   const double filter_scale = std::max(scale, 1.0);
   const double support = filter_scale;  // the triangle's support is 1, widened when downscaling
-  Coefficients c;
   c.taps = static_cast<int>(std::ceil(support)) * 2 + 1;
   c.first.resize(out_size);
   c.count.resize(out_size);
   c.weight.assign(static_cast<size_t>(out_size) * c.taps, 0.0f);
-  std::vector<double> w(c.taps);
+  thread_local std::vector<double> w;
+  w.resize(c.taps);
   for (int o = 0; o < out_size; ++o) {
     const double center = in0 + (o + 0.5) * scale;
     const int first = std::max(static_cast<int>(center - support + 0.5), lo);
@@ -58,7 +59,6 @@ Coefficients bilinear_coefficients(double in0, double in1, int lo, int hi, int o
     c.count[o] = std::max(used, 0);
     for (int k = 0; k < n; ++k) c.weight[static_cast<size_t>(o) * c.taps + k] = static_cast<float>(total > 0 ? w[k] / total : 0);
   }
-  return c;
 }
 
 // tmp (rows, out_w, 3) = the rows [row0, row0 + rows) of the image resampled horizontally.
@@ -187,8 +187,9 @@ void resample_window(const CropBox& box, int width, int height, int size, int& x
 void resample_normalize(float* out, const RgbImage& image, const CropBox& box, int size) {
   int lo_x = 0, hi_x = 0, lo_y = 0, hi_y = 0;
   readable_range(box, image.whole_width(), image.whole_height(), lo_x, hi_x, lo_y, hi_y);
-  const Coefficients cx = bilinear_coefficients(box.x, box.x + box.w, lo_x, hi_x, size);
-  const Coefficients cy = bilinear_coefficients(box.y, box.y + box.h, lo_y, hi_y, size);
+  thread_local Coefficients cx, cy;  // per-thread buffers: no allocation per image
+  bilinear_coefficients(cx, box.x, box.x + box.w, lo_x, hi_x, size);
+  bilinear_coefficients(cy, box.y, box.y + box.h, lo_y, hi_y, size);
   // Only the rows the vertical pass reads are resampled horizontally.
   const int row0 = cy.first.front();
   int row_end = row0;
@@ -211,7 +212,8 @@ void resample_normalize(float* out, const RgbImage& image, const CropBox& box, i
     shift[c] = -kMean[c] / kStd[c];
   }
   const size_t plane = static_cast<size_t>(size) * size;
-  std::vector<float> line(static_cast<size_t>(size) * 3);
+  thread_local std::vector<float> line;
+  line.resize(static_cast<size_t>(size) * 3);
   for (int oy = 0; oy < size; ++oy) {
     std::fill(line.begin(), line.end(), 0.0f);
     const float* w = &cy.weight[static_cast<size_t>(oy) * cy.taps];
@@ -235,8 +237,9 @@ RgbImage resize_shorter_side(const RgbImage& image, int short_side) {
   RgbImage out;
   out.width = wide ? long_side : short_side;
   out.height = wide ? short_side : long_side;
-  const Coefficients cx = bilinear_coefficients(0, image.width, 0, image.width, out.width);
-  const Coefficients cy = bilinear_coefficients(0, image.height, 0, image.height, out.height);
+  Coefficients cx, cy;
+  bilinear_coefficients(cx, 0, image.width, 0, image.width, out.width);
+  bilinear_coefficients(cy, 0, image.height, 0, image.height, out.height);
   std::vector<float> tmp(static_cast<size_t>(image.height) * out.width * 3);
   resample_rows(tmp.data(), image, 0, image.height, cx, out.width);
   out.pixels.resize(static_cast<size_t>(out.width) * out.height * 3);
