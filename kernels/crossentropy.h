@@ -23,4 +23,12 @@ void crossentropy_backward(float* dlogits,         // (N,Vp)
                            float dloss,            // d(total loss)/d(losses[n]), e.g. 1/(B*T*accum)
                            int N, int V, int Vp);
 
+// Training's fused form: losses as crossentropy_forward, and dlogits (which may alias logits)
+// as crossentropy_backward would give from those probabilities, in one pass over each row.
+void crossentropy_forward_backward(float* losses,          // (N)
+                                   float* dlogits,         // (N,Vp)
+                                   const float* logits,    // (N,Vp)
+                                   const int32_t* targets, // (N)
+                                   float dloss, int N, int V, int Vp);
+
 }  // namespace sg::cpu

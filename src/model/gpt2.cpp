@@ -103,7 +103,8 @@ GPT2::GPT2(const ParameterLayout& layout, int B, int T)
   dfch_gelu_ = take(N * 4 * C);
 }
 
-float GPT2::forward(const float* params, const int32_t* inputs, const int32_t* targets) {
+float GPT2::forward(const float* params, const int32_t* inputs, const int32_t* targets,
+                    float fused_dloss) {
   const int B = B_, T = T_, C = shape_.n_embd, NH = shape_.n_head, N = B * T;
   const int V = shape_.vocab, Vp = shape_.padded_vocab;
   const auto& ts = layout_.tensors();
@@ -134,7 +135,12 @@ float GPT2::forward(const float* params, const int32_t* inputs, const int32_t* t
   have_probs_ = false;
   if (targets == nullptr) return 0.0f;
 
-  cpu::crossentropy_forward(losses_, logits_, logits_, targets, N, V, Vp);
+  if (fused_dloss != 0.0f) {
+    cpu::crossentropy_forward_backward(losses_, logits_, logits_, targets, fused_dloss, N, V, Vp);
+  } else {
+    cpu::crossentropy_forward(losses_, logits_, logits_, targets, N, V, Vp);
+  }
+  fused_dloss_ = fused_dloss;
   have_probs_ = true;
   double sum = 0;  // fixed order: deterministic
   for (int i = 0; i < N; ++i) sum += losses_[i];
@@ -152,8 +158,13 @@ void GPT2::backward(float* grads, const float* params, const int32_t* inputs,
   float* dwte = grads + ts[0].offset;
   float* dwpe = grads + ts[1].offset;
 
-  // Logits gradient in place of the probabilities, then the tied LM head.
-  cpu::crossentropy_backward(logits_, logits_, targets, dloss, N, V, Vp);
+  // Logits gradient in place of the probabilities (unless the forward already fused it), then
+  // the tied LM head.
+  if (fused_dloss_ == 0.0f) {
+    cpu::crossentropy_backward(logits_, logits_, targets, dloss, N, V, Vp);
+  } else if (fused_dloss_ != dloss) {
+    throw RunError("GPT2::backward: dloss differs from the one fused into the forward pass");
+  }
   have_probs_ = false;
   std::memset(dln_, 0, sizeof(float) * NC);
   cpu::matmul_backward(dln_, dwte, nullptr, logits_, lnf_, wte, N, C, Vp);

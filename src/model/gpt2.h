@@ -23,7 +23,11 @@ class GPT2 {
   // Runs the forward pass on inputs (B,T). With targets (B,T), also computes the per-position
   // losses and returns their mean; the softmax probabilities then replace the logits. Without
   // targets, returns 0 and logits() holds the (B,T,Vp) logits.
-  float forward(const float* params, const int32_t* inputs, const int32_t* targets);
+  // With fused_dloss != 0 (training), the logits' gradient for that dloss is computed in the same
+  // pass as the loss (one trip through the (B,T,Vp) logits instead of two); backward() must then
+  // be called with the same dloss.
+  float forward(const float* params, const int32_t* inputs, const int32_t* targets,
+                float fused_dloss = 0.0f);
 
   // Backward of the last forward (which must have had targets). Adds to grads (+=) the gradient
   // of dloss * sum(losses): pass dloss = 1 / (total positions in the optimizer step) so that
@@ -51,6 +55,7 @@ class GPT2 {
   float *dresidual_ = nullptr, *dln_ = nullptr, *dqkv_ = nullptr, *datty_ = nullptr,
         *datt_ = nullptr, *dfch_ = nullptr, *dfch_gelu_ = nullptr;
   bool have_probs_ = false;
+  float fused_dloss_ = 0.0f;  // != 0: logits_ already holds the logits' gradient
 };
 
 }  // namespace sg

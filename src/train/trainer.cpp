@@ -217,7 +217,7 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
         const uint64_t first = state.train_sequences + static_cast<uint64_t>(r) * per_replica +
                                static_cast<uint64_t>(a) * micro_batch;
         fill_batch(inputs.data(), targets.data(), *data.train, train_sampler, first, micro_batch, T);
-        loss_sum += model.forward(params.data(), inputs.data(), targets.data());
+        loss_sum += model.forward(params.data(), inputs.data(), targets.data(), dloss);
         model.backward(grads.data(), params.data(), inputs.data(), targets.data(), dloss);
       }
     }

@@ -101,6 +101,17 @@ TEST_CASE("crossentropy forward and backward over a padded vocabulary") {
                                      c.V, c.Vp);
       CHECK_CLOSE(buffer.data(), ref_dlogits.data(), buffer.size(), kFp32, "dlogits");
     }
+    SUBCASE("fused forward-backward, in place") {
+      std::vector<float> losses(c.N), buffer = logits;
+      sg::cpu::crossentropy_forward_backward(losses.data(), buffer.data(), buffer.data(),
+                                             targets.data(), dloss, c.N, c.V, c.Vp);
+      CHECK_CLOSE(losses.data(), ref.losses.data(), losses.size(), kFp32, "losses");
+      CHECK_CLOSE(buffer.data(), ref_dlogits.data(), buffer.size(), kFp32, "dlogits");
+      int nonzero_padding = 0;
+      for (int n = 0; n < c.N; ++n)
+        for (int v = c.V; v < c.Vp; ++v) nonzero_padding += buffer[n * c.Vp + v] != 0.0f;
+      CHECK(nonzero_padding == 0);
+    }
   }
 }
 

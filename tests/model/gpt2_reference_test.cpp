@@ -108,6 +108,27 @@ TEST_CASE("tiny GPT-2 matches the PyTorch float64 reference: logits, loss, gradi
   }
 }
 
+TEST_CASE("the fused loss-and-gradient forward gives the reference gradients too") {
+  Golden g;
+  const std::vector<float> params = g.load("param.");
+  sg::GPT2 model(g.layout, g.B, g.T);
+  const int N = g.B * g.T;
+  const float loss = model.forward(params.data(), g.inputs.data(), g.targets.data(), 1.0f / N);
+  float ref_loss = 0;
+  g.file.read_f32(&ref_loss, "loss", {1});
+  CHECK(std::fabs(loss - ref_loss) <= kRelTolerance * std::fabs(ref_loss));
+  std::vector<float> grads(g.layout.total(), 0.0f);
+  model.backward(grads.data(), params.data(), g.inputs.data(), g.targets.data(), 1.0f / N);
+  const std::vector<float> ref_grads = g.load("grad.");
+  for (const auto& t : g.layout.tensors()) {
+    const double e = relative_error(grads.data() + t.offset, ref_grads.data() + t.offset, t.numel);
+    CHECK_MESSAGE(e <= kRelTolerance, "gradient of " << t.name << " relative error " << e);
+  }
+  // backward() with another dloss than the fused one is refused.
+  model.forward(params.data(), g.inputs.data(), g.targets.data(), 1.0f / N);
+  CHECK_THROWS(model.backward(grads.data(), params.data(), g.inputs.data(), g.targets.data(), 0.5f));
+}
+
 TEST_CASE("tiny GPT-2: 5 AdamW steps with clipping follow the reference losses") {
   Golden g;
   std::vector<float> params = g.load("param.");
