@@ -84,10 +84,10 @@ struct JpegDecoder::Impl {
   }
   ~Impl() { jpeg_destroy_decompress(&cinfo); }
 
-  // Reads the header unless cinfo already holds this one; false with message set on failure.
-  // Functions that setjmp keep only trivially destructible locals.
-  bool header(const uint8_t* jpeg, size_t size) {
-    if (header_of == jpeg && header_size == size) return true;
+  // Reads the header (with reuse: unless cinfo already holds the one of these bytes, read by
+  // the call just before); false with message set on failure.
+  bool header(const uint8_t* jpeg, size_t size, bool reuse) {
+    if (reuse && header_of == jpeg && header_size == size) return true;
     header_of = nullptr;
     if (setjmp(errors.jump) != 0) {
       jpeg_abort_decompress(&cinfo);
@@ -174,12 +174,16 @@ JpegDecoder::JpegDecoder() : impl_(std::make_unique<Impl>()) {}
 JpegDecoder::~JpegDecoder() = default;
 
 bool JpegDecoder::read_header(const uint8_t* jpeg, size_t size, JpegHeader& header) {
+  return parse_header(jpeg, size, header, false);
+}
+
+bool JpegDecoder::parse_header(const uint8_t* jpeg, size_t size, JpegHeader& header, bool reuse) {
   if (jpeg == nullptr || size < 4 || jpeg[0] != 0xFF || jpeg[1] != 0xD8) {
     error_ = "not a JPEG (no SOI marker)";
     return false;
   }
   Impl& d = *impl_;
-  if (!d.header(jpeg, size)) {
+  if (!d.header(jpeg, size, reuse)) {
     error_ = d.message;
     return false;
   }
@@ -205,7 +209,7 @@ bool JpegDecoder::decode(const uint8_t* jpeg, size_t size, int min_width, int mi
 bool JpegDecoder::decode_window(const uint8_t* jpeg, size_t size, int den, int x0, int y0, int x1, int y1,
                                 RgbImage& out) {
   JpegHeader header;
-  if (!read_header(jpeg, size, header)) return false;
+  if (!parse_header(jpeg, size, header, true)) return false;
   if (den != 1 && den != 2 && den != 4 && den != 8)
     throw RunError(fmt::format("JpegDecoder::decode_window: scale 1/{} is not 1/1, 1/2, 1/4 or 1/8", den));
   Impl& d = *impl_;

@@ -38,8 +38,9 @@ class JpegDecoder {
   JpegDecoder(const JpegDecoder&) = delete;
   JpegDecoder& operator=(const JpegDecoder&) = delete;
 
-  // false (and last_error() says why) when the bytes are not a readable JPEG header. A decode
-  // of the same bytes right after reuses the parsed header.
+  // false (and last_error() says why) when the bytes are not a readable JPEG header. A
+  // decode_window of the same bytes (same address and size, unchanged) right after reuses the
+  // parsed header instead of parsing it again.
   bool read_header(const uint8_t* jpeg, size_t size, JpegHeader& header);
 
   // Decodes at the smallest DCT scale whose output is still at least min_width x min_height
@@ -58,6 +59,8 @@ class JpegDecoder {
   struct Impl;  // the libjpeg state (defined in the .cpp)
 
  private:
+  bool parse_header(const uint8_t* jpeg, size_t size, JpegHeader& header, bool reuse);
+
   std::unique_ptr<Impl> impl_;
   std::string error_;
   std::vector<uint8_t> cmyk_;  // scratch for CMYK output

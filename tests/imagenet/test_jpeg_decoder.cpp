@@ -1,6 +1,7 @@
 // JPEG decoding: sizes, DCT-domain scaling, grayscale and CMYK to RGB, broken files refused.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -174,4 +175,29 @@ TEST_CASE("decode_window: a truncated JPEG is refused even when the window lies 
   CHECK(decoder.last_error().find("Premature end") != std::string::npos);
   // The decoder is usable again after a refusal.
   CHECK(decoder.decode_window(bytes.data(), bytes.size(), 1, 0, 0, 16, 16, image));
+}
+
+TEST_CASE("read_header parses again when a reused buffer holds another JPEG of the same size") {
+  const std::string data = test::imagenet_data_dir();
+  if (data.empty()) {
+    MESSAGE("skipped: SINGULARITY_TEST_DATA/imagenet/sample not found");
+    return;
+  }
+  const auto samples = test::sample_images(data);
+  auto a = test::read_file_bytes(samples[0].path), b = test::read_file_bytes(samples[1].path);
+  if (a.size() < b.size()) std::swap(a, b);
+  JpegDecoder decoder;
+  JpegHeader ha, hb, reread;
+  REQUIRE(decoder.read_header(b.data(), b.size(), hb));
+  std::vector<uint8_t> buffer = a;
+  REQUIRE(decoder.read_header(buffer.data(), buffer.size(), ha));
+  std::fill(buffer.begin(), buffer.end(), 0);
+  std::copy(b.begin(), b.end(), buffer.begin());  // b, then zeros after its end marker
+  REQUIRE(decoder.read_header(buffer.data(), buffer.size(), reread));
+  CHECK(reread.width == hb.width);
+  CHECK(reread.height == hb.height);
+  RgbImage image;
+  REQUIRE(decoder.decode(buffer.data(), buffer.size(), 0, 0, image));
+  CHECK(image.width == hb.width);
+  REQUIRE((ha.width != hb.width || ha.height != hb.height));  // the case means something
 }
