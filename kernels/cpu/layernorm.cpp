@@ -1,6 +1,8 @@
 // LayerNorm on the CPU. See kernels/layernorm.h for the contract.
 #include "kernels/layernorm.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -44,21 +46,19 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean,
                         const float* rstd, int N, int C) {
-  // dweight and dbias are sums over rows: each thread sums its own static block of rows into a
-  // private buffer, and the buffers are added in thread order afterwards. Deterministic for a
-  // fixed thread count, no atomics.
-  const int max_threads = omp_get_max_threads();
-  std::vector<float> partial(static_cast<std::size_t>(max_threads) * 2 * C, 0.0f);
-  int used_threads = 1;
-#pragma omp parallel
-  {
-    const int tid = omp_get_thread_num();
-#pragma omp single
-    used_threads = omp_get_num_threads();
-    float* dweight_t = partial.data() + static_cast<std::size_t>(tid) * 2 * C;  // (C)
-    float* dbias_t = dweight_t + C;                                         // (C)
-#pragma omp for schedule(static)
-    for (int n = 0; n < N; ++n) {
+  // dweight and dbias are sums over rows: rows are cut into fixed blocks of kRowsPerBlock, each
+  // block summed into its own buffer, and the buffers added in block order afterwards. The
+  // blocks do not depend on the thread count, so neither do the bits (deterministic mode runs
+  // the same replica on different thread counts); no atomics.
+  constexpr int kRowsPerBlock = 32;
+  const int blocks = (N + kRowsPerBlock - 1) / kRowsPerBlock;
+  std::vector<float> partial(static_cast<std::size_t>(blocks) * 2 * C, 0.0f);
+#pragma omp parallel for schedule(static)
+  for (int block = 0; block < blocks; ++block) {
+    float* dweight_b = partial.data() + static_cast<std::size_t>(block) * 2 * C;  // (C)
+    float* dbias_b = dweight_b + C;                                             // (C)
+    const int n_end = std::min(N, (block + 1) * kRowsPerBlock);
+    for (int n = block * kRowsPerBlock; n < n_end; ++n) {
       const float* dy = dout + static_cast<long>(n) * C;  // (C)
       const float* x = inp + static_cast<long>(n) * C;    // (C)
       float* dx = dinp + static_cast<long>(n) * C;        // (C)
@@ -81,18 +81,18 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
         const float norm = (x[c] - m) * s;
         const float dnorm = dy[c] * weight[c];
         dx[c] += s * (dnorm - mean_dnorm - norm * mean_dnorm_norm);
-        dbias_t[c] += dy[c];
-        dweight_t[c] += norm * dy[c];
+        dbias_b[c] += dy[c];
+        dweight_b[c] += norm * dy[c];
       }
     }
   }
-  for (int t = 0; t < used_threads; ++t) {
-    const float* dweight_t = partial.data() + static_cast<std::size_t>(t) * 2 * C;
-    const float* dbias_t = dweight_t + C;
+  for (int block = 0; block < blocks; ++block) {
+    const float* dweight_b = partial.data() + static_cast<std::size_t>(block) * 2 * C;
+    const float* dbias_b = dweight_b + C;
 #pragma omp simd
     for (int c = 0; c < C; ++c) {
-      dweight[c] += dweight_t[c];
-      dbias[c] += dbias_t[c];
+      dweight[c] += dweight_b[c];
+      dbias[c] += dbias_b[c];
     }
   }
 }

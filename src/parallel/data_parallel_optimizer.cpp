@@ -53,6 +53,14 @@ float DataParallelOptimizer::step(float* params, float* grads, double lr, int st
   return static_cast<float>(norm);
 }
 
+float DataParallelOptimizer::step_reduced(float* params, float* grads, double lr, int step) {
+  const double norm =
+      std::sqrt(cpu::sum_of_squares(grads, static_cast<long>(layout_.total())));
+  adamw_.update_range(params, grads, norm, lr, step);
+  if (zero_ > 0 && group_.size() > 1) group_.all_gather_in_place(params, shard_size_);
+  return static_cast<float>(norm);
+}
+
 void DataParallelOptimizer::gather_moments(std::vector<float>& m, std::vector<float>& v) {
   const size_t total = layout_.total();
   if (zero_ == 0) {

@@ -29,6 +29,11 @@ class DataParallelOptimizer {
   // grads: this process's sum over its replicas. Returns the global gradient norm before clipping.
   float step(float* params, float* grads, double lr, int step);
 
+  // Deterministic mode: grads already hold the group's total on every process (see
+  // deterministic_reduce.h). The norm is taken over the whole buffer, so its bits do not depend
+  // on the shards. Returns the norm before clipping.
+  float step_reduced(float* params, float* grads, double lr, int step);
+
   // Full AdamW moments (layout.total() floats each), gathered from the shards under ZeRO.
   // Collective: every process of the group must call it.
   void gather_moments(std::vector<float>& m, std::vector<float>& v);

@@ -22,6 +22,7 @@
 #include "model/gpt2.h"
 #include "optim/lr_schedule.h"
 #include "parallel/data_parallel_optimizer.h"
+#include "parallel/deterministic_reduce.h"
 #include "train/flops.h"
 #include "train/metrics_log.h"
 #include "train/train_checkpoint.h"
@@ -202,6 +203,16 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
   const int per_replica = spec.global_batch_per_replica();
   const int accum = spec.grad_accum_steps();
   const float dloss = 1.0f / (static_cast<float>(spec.train.global_batch) * T);
+  const bool deterministic = spec.train.deterministic;
+  if (deterministic && (!is_power_of_two(local_replicas) || !is_power_of_two(world.size()))) {
+    throw SpecError(fmt::format(
+        "{}: train.deterministic sums replicas in a fixed binary tree, so the data-parallel "
+        "processes ({}) and the replicas per process ({}) must be powers of two",
+        spec.source, world.size(), local_replicas));
+  }
+  ReplicaTreeSum tree_sum(deterministic ? grads.size() : 0);
+  std::vector<float> replica_grads(deterministic ? grads.size() : 0), tree_scratch;
+  std::vector<double> replica_losses(deterministic ? static_cast<size_t>(replicas) : 0);
 
   std::vector<float> moments_m, moments_v;  // gathered for checkpoints
   while (state.step < last_step) {
@@ -211,24 +222,48 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     std::memset(grads.data(), 0, grads.size() * sizeof(float));
     double loss_sum = 0;
     // Virtual data-parallel replicas run one after another on the same weights; each sees the
-    // sequences the virtual mesh assigns it, whatever the physical layout.
+    // sequences the virtual mesh assigns it, whatever the physical layout. In deterministic mode
+    // each replica's gradient is kept apart and summed in the canonical tree.
+    if (deterministic) {
+      tree_sum.clear();
+      std::fill(replica_losses.begin(), replica_losses.end(), 0.0);
+    }
     for (int r = first_replica; r < first_replica + local_replicas; ++r) {
+      float* target_grads = deterministic ? replica_grads.data() : grads.data();
+      if (deterministic) std::memset(target_grads, 0, replica_grads.size() * sizeof(float));
+      double replica_loss = 0;
       for (int a = 0; a < accum; ++a) {
         const uint64_t first = state.train_sequences + static_cast<uint64_t>(r) * per_replica +
                                static_cast<uint64_t>(a) * micro_batch;
         fill_batch(inputs.data(), targets.data(), *data.train, train_sampler, first, micro_batch, T);
-        loss_sum += model.forward(params.data(), inputs.data(), targets.data(), dloss);
-        model.backward(grads.data(), params.data(), inputs.data(), targets.data(), dloss);
+        replica_loss += model.forward(params.data(), inputs.data(), targets.data(), dloss);
+        model.backward(target_grads, params.data(), inputs.data(), targets.data(), dloss);
       }
+      if (deterministic) {
+        tree_sum.add(target_grads);
+        replica_losses[static_cast<size_t>(r)] = replica_loss;
+      } else {
+        loss_sum += replica_loss;
+      }
+    }
+    if (deterministic) {
+      std::memcpy(grads.data(), tree_sum.result(), grads.size() * sizeof(float));
+      tree_all_reduce(grads.data(), grads.size(), world, tree_scratch);
+      // One slot per replica, zero elsewhere: the MPI sum is exact, then a fixed-order sum.
+      if (world.size() > 1) world.all_reduce_sum(replica_losses.data(), replica_losses.size());
+      for (double l : replica_losses) loss_sum += l;
     }
     if (inject && inject->step == step + 1) {
       throw RunError(fmt::format("injected failure at step {} (SINGULARITY_TEST_FAIL)", step + 1));
     }
     // Replicas on other processes: the optimizer sums their gradients (which already carry the
     // 1/(global batch) factor, so the sum is the gradient of the mean loss); losses likewise.
-    if (world.size() > 1) world.all_reduce_sum(&loss_sum, 1);
+    if (world.size() > 1 && !deterministic) world.all_reduce_sum(&loss_sum, 1);
     const double loss = loss_sum / (static_cast<double>(replicas) * accum);
-    const float norm = optimizer.step(params.data(), grads.data(), lr, static_cast<int>(step + 1));
+    const float norm =
+        deterministic
+            ? optimizer.step_reduced(params.data(), grads.data(), lr, static_cast<int>(step + 1))
+            : optimizer.step(params.data(), grads.data(), lr, static_cast<int>(step + 1));
     state.step = step + 1;
     state.train_sequences += static_cast<uint64_t>(spec.train.global_batch);
     const double seconds =
