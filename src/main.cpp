@@ -26,11 +26,9 @@ struct Arguments {
   sg::PrepareArguments prepare;
 };
 
-void add_job_arguments(CLI::App* cmd, Arguments& args, bool job_required) {
-  auto* job = cmd->add_option("JOB", args.job,
-                              job_required ? "job spec (YAML)"
-                                           : "job spec (YAML); omitted: the embedded quickstart");
-  if (job_required) job->required();
+void add_job_arguments(CLI::App* cmd, Arguments& args,
+                       const char* help = "job spec (YAML); omitted: the embedded quickstart") {
+  cmd->add_option("JOB", args.job, help);
   cmd->add_option("--set", args.sets,
                   "override a job-spec key, e.g. --set optim.lr=3e-4 (repeatable)")
       ->type_name("KEY=VALUE")
@@ -57,7 +55,7 @@ int main(int argc, char** argv) {
   Arguments args;
 
   auto* train = app.add_subcommand("train", "validate the job, train, evaluate and checkpoint");
-  add_job_arguments(train, args, false);
+  add_job_arguments(train, args);
   train->add_option("--stop-after", args.stop_after,
                     "stop after this many optimizer steps (checkpointed); the schedule still "
                     "follows train.steps, so a later run resumes exactly")
@@ -65,10 +63,11 @@ int main(int argc, char** argv) {
 
   auto* plan = app.add_subcommand(
       "plan", "validate the job and print the resolved spec, parameters, FLOPs and memory");
-  add_job_arguments(plan, args, false);
+  add_job_arguments(plan, args);
 
   auto* sample = app.add_subcommand("sample", "generate tokens from a GPT checkpoint");
-  add_job_arguments(sample, args, false);
+  add_job_arguments(sample, args,
+                    "job spec (YAML); omitted: the job the checkpoint was written by");
   sample->add_option("--checkpoint", args.checkpoint,
                      "checkpoint directory (step_*), or a run directory (newest checkpoint)")
       ->required();

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,7 @@
 #include "model/gpt2.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "train/train_checkpoint.h"
+#include "config/load_job_spec.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/rng.h"
@@ -61,12 +63,18 @@ std::optional<Gpt2Tokenizer> text_tokenizer(const std::string& dir_option, int v
 std::string resolve_checkpoint(const std::string& path) {
   namespace fs = std::filesystem;
   if (fs::exists(fs::path(path) / "manifest.json")) return path;
+  std::vector<std::string> warnings;
   for (const std::string& dir : {path, path + "/checkpoints"}) {
     if (!fs::is_directory(dir)) continue;
-    if (auto found = find_resume_checkpoint(dir, "auto", nullptr)) return *found;
+    if (auto found = find_resume_checkpoint(dir, "auto", &warnings)) {
+      for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
+      return *found;
+    }
   }
-  throw RunError(path + ": no checkpoint found (expected a step_* directory with a "
-                 "manifest.json, or a run directory holding checkpoints/)");
+  std::string why;
+  for (const auto& w : warnings) why += "; " + w;
+  throw RunError(path + ": no intact checkpoint found (expected a step_* directory with a "
+                 "manifest.json, or a run directory holding checkpoints/)" + why);
 }
 
 }  // namespace
@@ -74,15 +82,20 @@ std::string resolve_checkpoint(const std::string& path) {
 int run_sample_command(const std::string& job_path, const std::vector<std::string>& sets,
                        const std::string& checkpoint, const std::string& prompt, int tokens,
                        double temperature, uint64_t seed, const std::string& tokenizer_dir) {
-  const JobSpec spec = load_job_or_quickstart(job_path, sets);
-  const int threads = resolve_threads(spec);
+  const std::string path = resolve_checkpoint(checkpoint);
+  // Without a job file, the model is the one the checkpoint was written for.
+  const JobSpec spec = job_path.empty()
+                           ? parse_job_spec(load_checkpoint(path).job_yaml,
+                                            path + "/manifest.json", sets)
+                           : load_job_spec(job_path, sets);
+  // One process samples: all cores, whatever devices.processes the job trains with.
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
   const GPT2Shape shape{spec.model.n_layer, spec.model.n_head, spec.model.n_embd,
                         spec.model.context, spec.model.vocab, spec.padded_vocab()};
   const ParameterLayout layout(shape);
   std::vector<float> params(layout.total()), m(layout.total()), v(layout.total());
-  const std::string path = resolve_checkpoint(checkpoint);
   const TrainerState state =
       load_training_checkpoint(path, layout, params.data(), m.data(), v.data());
 
@@ -100,7 +113,9 @@ int run_sample_command(const std::string& job_path, const std::vector<std::strin
         "give ids, e.g. --prompt \"1 2 3\"",
         prompt));
   }
-  const int T = shape.context;
+  // The model is causal: a window as long as the whole generation is enough.
+  const int T = static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(shape.context), sequence.size() + tokens));
   GPT2 model(layout, 1, T);
   std::vector<int32_t> window(T, 0);
   Rng rng(seed);

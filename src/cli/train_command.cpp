@@ -22,6 +22,13 @@ int run_train_command(const std::string& job_path, const std::vector<std::string
   options.stop_after = stop_after;
   const TrainResult r = run_training(spec, *world, options);
   if (world->rank() != 0) return 0;
+  if (r.last_step == r.first_step) {
+    fmt::print("nothing to do: the run in {} is already at step {} ({})\n", spec.log.dir,
+               r.last_step,
+               stop_after > 0 && stop_after < spec.train.steps ? "--stop-after"
+                                                               : "train.steps");
+    return 0;
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string summary = fmt::format("done: {} steps in {:.1f} s, final train loss {:.4f}",

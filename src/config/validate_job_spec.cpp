@@ -240,6 +240,16 @@ class SpecChecker {
                        "(devices.processes {} / {}); use parallel.data {}",
                        p.data, data_processes, dev.processes, model_parallel,
                        nearest_multiple(p.data, data_processes)));
+    // Deterministic mode sums replicas in a fixed binary tree whose subtrees are the processes'
+    // blocks of replicas (src/parallel/deterministic_reduce.h).
+    const auto power_of_two = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0; };
+    if (s_.train.deterministic &&
+        (!power_of_two(data_processes) || !power_of_two(p.data / data_processes)))
+      fail({"train.deterministic", "parallel.data", "devices.processes"},
+           fmt::format("train.deterministic needs a power-of-two number of data-parallel "
+                       "processes ({}) and of replicas per process ({}); change parallel.data "
+                       "or devices.processes",
+                       data_processes, p.data / data_processes));
   }
 
   const JobSpec& s_;

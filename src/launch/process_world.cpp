@@ -76,9 +76,9 @@ std::unique_ptr<Communicator> open_world(const std::optional<LauncherInfo>& laun
 int relaunch_under_mpirun(int processes, const std::vector<std::string>& args) {
   // --quiet: no Open MPI banner when a rank aborts; the rank has printed its own error line.
   std::vector<std::string> command = {"mpirun", "--quiet", "-np", std::to_string(processes)};
-  if (static_cast<unsigned>(processes) > std::thread::hardware_concurrency()) {
-    command.push_back("--oversubscribe");
-  }
+  // Always: Open MPI counts slots as physical cores within the cpuset, which can be fewer than
+  // hardware_concurrency() reports (hyper-threads, containers); we size threads ourselves.
+  command.push_back("--oversubscribe");
   if (geteuid() == 0) command.push_back("--allow-run-as-root");
   // Rank output goes straight to our stdout/stderr (mpirun forwards it); ranks other than 0
   // keep quiet, so this is rank 0's output and any rank's error line.

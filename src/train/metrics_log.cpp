@@ -30,12 +30,17 @@ MetricsLog::MetricsLog(const std::string& run_dir, int64_t resume_step, int64_t 
     std::string kept, line;
     while (std::getline(in, line)) {
       auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded() || !j.contains("step")) continue;
+      if (j.is_discarded() || !j.contains("step") || !j["step"].is_number_integer()) continue;
       if (j["step"].get<int64_t>() <= resume_step) kept += line + "\n";
     }
     in.close();
-    std::ofstream out(path_, std::ios::trunc);
+    // Replace the file atomically: a crash here must not lose the history.
+    const std::string temp = path_ + ".tmp";
+    std::ofstream out(temp, std::ios::trunc);
     out << kept;
+    out.close();
+    if (!out) throw RunError(temp + ": cannot write; check the disk space and log.dir");
+    std::filesystem::rename(temp, path_);
   }
   file_ = std::fopen(path_.c_str(), resume_step > 0 ? "a" : "w");
   if (file_ == nullptr) {

@@ -30,8 +30,8 @@ void copy_tensors(float* base, const ParameterLayout& layout, const SafetensorsF
       for (auto d : ref.shape) got += (got.empty() ? "" : "x") + std::to_string(d);
       throw RunError(where + ": tensor '" + prefix + t.name + "' has shape " + got +
                      " but the job's model needs F32 " + want +
-                     "; the checkpoint was written for a different model (check model.* keys "
-                     "or set checkpoint.resume: never)");
+                     "; the checkpoint was written for a different model (check the model.* "
+                     "keys of the job)");
     }
     std::memcpy(base + t.offset, ref.data, t.numel * sizeof(float));
   }
@@ -53,7 +53,9 @@ std::string save_training_checkpoint(const std::string& checkpoints_dir, const J
   j["train_sequences"] = state.train_sequences;
   j["seed"] = state.seed;
   j["sampler"] = "feistel-windows-v1";
-  j["vocab"] = layout.shape().vocab;
+  const GPT2Shape& shape = layout.shape();
+  j["model"] = {{"n_layer", shape.n_layer}, {"n_head", shape.n_head}, {"n_embd", shape.n_embd},
+                {"context", shape.context}, {"vocab", shape.vocab}};
   return save_checkpoint(checkpoints_dir, state.step, files, j, job_spec_to_yaml(spec),
                          spec.checkpoint.keep);
 }
@@ -61,6 +63,22 @@ std::string save_training_checkpoint(const std::string& checkpoints_dir, const J
 TrainerState load_training_checkpoint(const std::string& path, const ParameterLayout& layout,
                                       float* params, float* m, float* v) {
   LoadedCheckpoint ck = load_checkpoint(path);
+  // The model the checkpoint was written for must be the job's: equal tensor shapes are not
+  // enough (n_head, or a vocabulary padding to the same size, leave the shapes alone).
+  if (ck.state.contains("model")) {
+    const GPT2Shape& want = layout.shape();
+    const nlohmann::json& got = ck.state["model"];
+    for (auto [key, value] : {std::pair{"n_layer", want.n_layer}, {"n_head", want.n_head},
+                              {"n_embd", want.n_embd}, {"context", want.context},
+                              {"vocab", want.vocab}}) {
+      if (!got.contains(key) || got[key] != value) {
+        throw RunError(path + ": checkpoint was written for model." + key + " " +
+                       (got.contains(key) ? got[key].dump() : std::string("?")) +
+                       " but the job has " + std::to_string(value) +
+                       "; use the job that wrote it, or a new log.dir to start over");
+      }
+    }
+  }
   auto file = [&](const std::string& name) -> const SafetensorsFile& {
     auto it = ck.files.find(name);
     if (it == ck.files.end()) {
@@ -68,7 +86,13 @@ TrainerState load_training_checkpoint(const std::string& path, const ParameterLa
     }
     return it->second;
   };
-  copy_tensors(params, layout, file("model.safetensors"), "", path + "/model.safetensors");
+  const SafetensorsFile& model = file("model.safetensors");
+  if (model.names().size() != layout.tensors().size()) {
+    throw RunError(path + "/model.safetensors: holds " + std::to_string(model.names().size()) +
+                   " tensors but the job's model has " + std::to_string(layout.tensors().size()) +
+                   "; the checkpoint was written for a different model (check model.n_layer)");
+  }
+  copy_tensors(params, layout, model, "", path + "/model.safetensors");
   const SafetensorsFile& opt = file("optimizer.safetensors");
   copy_tensors(m, layout, opt, "m.", path + "/optimizer.safetensors");
   copy_tensors(v, layout, opt, "v.", path + "/optimizer.safetensors");

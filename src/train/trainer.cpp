@@ -73,6 +73,40 @@ std::optional<FailureInjection> failure_injection_from_env(int rank) {
   return FailureInjection{fail_step};
 }
 
+// Rank 0 alone decides which checkpoint to resume from and tells the others, so every rank
+// resumes the same step even where their views of the file system could differ. With
+// checkpoint.resume: never, an earlier run's checkpoints are moved aside (not deleted), so a
+// later `auto` cannot resume the old run by mistake.
+std::optional<std::string> choose_resume_checkpoint(const JobSpec& spec,
+                                                    const std::string& checkpoints_dir,
+                                                    Communicator& world) {
+  std::string chosen;
+  if (world.rank() == 0) {
+    if (spec.checkpoint.resume == "never" && !list_checkpoints(checkpoints_dir).empty()) {
+      const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+      char stamp[32];
+      std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", std::gmtime(&now));
+      const std::string aside = checkpoints_dir + ".replaced-" + stamp;
+      std::filesystem::rename(checkpoints_dir, aside);
+      std::filesystem::create_directories(checkpoints_dir);
+      fmt::print(stderr,
+                 "warning: checkpoint.resume is never: moved the earlier run's checkpoints to "
+                 "{}\n",
+                 aside);
+    }
+    std::vector<std::string> warnings;
+    const auto found = find_resume_checkpoint(checkpoints_dir, spec.checkpoint.resume, &warnings);
+    for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
+    if (found) chosen = *found;
+  }
+  uint64_t length = chosen.size();
+  world.broadcast(&length, sizeof(length), 0);
+  chosen.resize(length);
+  world.broadcast(chosen.data(), length, 0);
+  if (chosen.empty()) return std::nullopt;
+  return chosen;
+}
+
 bool due(int64_t step, int every, int64_t last_step) {
   return step == last_step || (every > 0 && step % every == 0);
 }
@@ -145,11 +179,7 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
 
   TrainerState state;
   state.seed = spec.seed;
-  std::vector<std::string> warnings;
-  const auto resume_path = find_resume_checkpoint(checkpoints_dir, spec.checkpoint.resume, &warnings);
-  if (root) {
-    for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
-  }
+  const auto resume_path = choose_resume_checkpoint(spec, checkpoints_dir, world);
   if (resume_path) {
     std::vector<float> m(layout.total()), v(layout.total());
     state = load_training_checkpoint(*resume_path, layout, params.data(), m.data(), v.data());

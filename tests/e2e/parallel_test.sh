@@ -37,6 +37,7 @@ losses() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/.*"loss": \([^,]*\),.*
 # ZeRO resumes too: the sharded moments are gathered into the checkpoint and re-sharded on load.
 "$bin" train tiny.yaml --set log.dir=zero2r --set devices.processes=4 --set parallel.zero=2 --stop-after 5 > zero2r.log 2>&1 || fail "zero 2 stop: $(tail -2 zero2r.log)"
 "$bin" train tiny.yaml --set log.dir=zero2r --set devices.processes=2 --set parallel.zero=1 --set checkpoint.resume=auto > zero2r2.log 2>&1 || fail "zero resume: $(tail -2 zero2r2.log)"
+grep -q "resumed from .*step_00000005 at step 5" zero2r2.log || fail "the ZeRO run did not resume from step 5: $(head -3 zero2r2.log)"
 for run in two four zero1 zero2 zero2r; do
   if [[ $(losses one | wc -l) -ne 10 || $(losses $run | wc -l) -ne 10 ]]; then
     fail "expected 10 step lines in one/ and $run/"
@@ -75,6 +76,13 @@ echo "injected failure: exit $rc after ${elapsed}s"
 [[ $rc -ne 0 && $rc -ne 124 ]] || fail "injected failure exited $rc (want non-zero, no timeout)"
 (( elapsed <= 30 )) || fail "injected failure took ${elapsed}s (> 30 s)"
 grep -q "rank 1: error: injected failure at step 3" boom.log || fail "no rank-tagged error line: $(tail -3 boom.log)"
+# The same on rank 0, which also writes the run directory.
+start=$(date +%s)
+SINGULARITY_TEST_FAIL=0:3 timeout 60 "$bin" train tiny.yaml --set log.dir=boom0 --set devices.processes=2 > boom0.log 2>&1
+rc=$?
+elapsed=$(( $(date +%s) - start ))
+[[ $rc -ne 0 && $rc -ne 124 && $elapsed -le 30 ]] || fail "rank-0 failure: exit $rc after ${elapsed}s"
+grep -q "rank 0: error: injected failure at step 3" boom0.log || fail "no rank-0 error line: $(tail -3 boom0.log)"
 
 # Under mpirun with the wrong number of processes: refused with a clear message, exit 2.
 mpirun "${mpirun_flags[@]}" -np 2 "$bin" train tiny.yaml --set log.dir=wrong --set devices.processes=4 > wrong.log 2>&1
@@ -82,5 +90,5 @@ rc=$?
 [[ $rc -eq 2 ]] || fail "world-size mismatch exited $rc (want 2)"
 grep -q "devices.processes 4 but runs on 2" wrong.log || fail "mismatch message: $(head -2 wrong.log)"
 
-echo "$(( 15 - failures )) passed, $failures failed"
+echo "$(( 17 - failures )) passed, $failures failed"
 [[ $failures -eq 0 ]]

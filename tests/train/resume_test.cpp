@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "train/trainer.h"
+#include "util/error.h"
 #include "train_test_support.h"
 
 using namespace sg::testing;
@@ -71,4 +72,34 @@ TEST_CASE("resume: never starts over even when checkpoints exist") {
   sg::run_training(tiny_job(a), opts);
   auto r = sg::run_training(tiny_job(a, {"checkpoint.resume=never"}), opts);
   CHECK(r.first_step == 0);
+  // The earlier run's checkpoints were moved aside, not deleted and not left to be resumed.
+  int replaced = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(a)) {
+    replaced += entry.path().filename().string().starts_with("checkpoints.replaced-");
+  }
+  CHECK(replaced == 1);
+  auto again = sg::run_training(tiny_job(a), opts);  // auto: resumes the new run's step 10
+  CHECK(again.first_step == 10);
+}
+
+TEST_CASE("a checkpoint written for another model is refused by name") {
+  sg::test::TempDir a_dir;
+  const std::string a = a_dir.path();
+  sg::TrainOptions opts;
+  opts.quiet = true;
+  opts.stop_after = 10;
+  sg::run_training(tiny_job(a), opts);
+  // Same tensor shapes, different heads: only the recorded model catches it.
+  try {
+    sg::run_training(tiny_job(a, {"model.n_head=4"}), opts);
+    FAIL("resumed a checkpoint of another model");
+  } catch (const sg::RunError& e) {
+    CHECK(std::string(e.what()).find("model.n_head") != std::string::npos);
+  }
+  try {
+    sg::run_training(tiny_job(a, {"model.n_layer=1"}), opts);
+    FAIL("resumed a checkpoint with more layers");
+  } catch (const sg::RunError& e) {
+    CHECK(std::string(e.what()).find("model.n_layer") != std::string::npos);
+  }
 }
