@@ -63,13 +63,25 @@ TEST_CASE("a corrupted newest checkpoint is skipped: auto resumes from the previ
   CHECK(read_file(a + "/checkpoints/step_00000020/model.safetensors") == reference);
 }
 
-TEST_CASE("resume: never starts over even when checkpoints exist") {
-  sg::test::TempDir a_dir;
-  const std::string a = a_dir.path();
+namespace {
+
+// A run directory holding a tiny job stopped (and checkpointed) at step 10.
+struct StoppedRun {
+  sg::test::TempDir dir;
   sg::TrainOptions opts;
-  opts.quiet = true;
-  opts.stop_after = 10;
-  sg::run_training(tiny_job(a), opts);
+  StoppedRun() {
+    opts.quiet = true;
+    opts.stop_after = 10;
+    sg::run_training(tiny_job(dir.path()), opts);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("resume: never starts over even when checkpoints exist") {
+  StoppedRun run;
+  const std::string a = run.dir.path();
+  const sg::TrainOptions& opts = run.opts;
   auto r = sg::run_training(tiny_job(a, {"checkpoint.resume=never"}), opts);
   CHECK(r.first_step == 0);
   // The earlier run's checkpoints were moved aside, not deleted and not left to be resumed.
@@ -83,12 +95,9 @@ TEST_CASE("resume: never starts over even when checkpoints exist") {
 }
 
 TEST_CASE("a checkpoint written for another model is refused by name") {
-  sg::test::TempDir a_dir;
-  const std::string a = a_dir.path();
-  sg::TrainOptions opts;
-  opts.quiet = true;
-  opts.stop_after = 10;
-  sg::run_training(tiny_job(a), opts);
+  StoppedRun run;
+  const std::string a = run.dir.path();
+  const sg::TrainOptions& opts = run.opts;
   // Same tensor shapes, different heads: only the recorded model catches it.
   try {
     sg::run_training(tiny_job(a, {"model.n_head=4"}), opts);
