@@ -20,6 +20,11 @@ class Communicator {
   virtual int size() const = 0;
 
   virtual void all_reduce_sum(float* data, size_t n) = 0;   // in place
+  // Starts an in-place sum that completes by wait_all(); data must stay untouched until then.
+  // progress() lets the library advance outstanding operations (MPI has no progress thread).
+  virtual void start_all_reduce_sum(float* data, size_t n) = 0;
+  virtual void progress() = 0;
+  virtual void wait_all() = 0;
   virtual void all_reduce_sum(double* data, size_t n) = 0;  // in place
   // in: size() * n_per_rank floats; out: this rank's n_per_rank-float slice of the sum.
   virtual void reduce_scatter_sum(float* out, const float* in, size_t n_per_rank) = 0;

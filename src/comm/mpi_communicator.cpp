@@ -52,6 +52,32 @@ void MpiCommunicator::all_reduce_sum(double* data, size_t n) {
   }
 }
 
+void MpiCommunicator::start_all_reduce_sum(float* data, size_t n) {
+  for (size_t done = 0; done < n; done += kMaxChunk) {
+    const int count = static_cast<int>(std::min(kMaxChunk, n - done));
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data + done, count, MPI_FLOAT, MPI_SUM, comm_,
+                             &request),
+              "MPI_Iallreduce");
+    pending_.push_back(request);
+  }
+}
+
+void MpiCommunicator::progress() {
+  if (pending_.empty()) return;
+  int done = 0;
+  check_mpi(MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done,
+                        MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+}
+
+void MpiCommunicator::wait_all() {
+  if (pending_.empty()) return;
+  check_mpi(MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
+  pending_.clear();
+}
+
 void MpiCommunicator::reduce_scatter_sum(float* out, const float* in, size_t n_per_rank) {
   if (n_per_rank > kMaxChunk) {
     throw RunError("reduce_scatter of more than 268M floats per rank is not supported");
@@ -125,6 +151,9 @@ class SingleProcessCommunicator final : public Communicator {
   int size() const override { return 1; }
   void all_reduce_sum(float*, size_t) override {}
   void all_reduce_sum(double*, size_t) override {}
+  void start_all_reduce_sum(float*, size_t) override {}
+  void progress() override {}
+  void wait_all() override {}
   void reduce_scatter_sum(float* out, const float* in, size_t n) override {
     if (out != in) std::memmove(out, in, n * sizeof(float));
   }

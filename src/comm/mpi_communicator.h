@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <vector>
 
 #include "comm/communicator.h"
 
@@ -21,6 +22,9 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   void all_reduce_sum(float* data, size_t n) override;
   void all_reduce_sum(double* data, size_t n) override;
+  void start_all_reduce_sum(float* data, size_t n) override;
+  void progress() override;
+  void wait_all() override;
   void reduce_scatter_sum(float* out, const float* in, size_t n_per_rank) override;
   void all_gather(float* out, const float* in, size_t n_per_rank) override;
   void all_gather_in_place(float* buf, size_t n_per_rank) override;
@@ -32,6 +36,7 @@ class MpiCommunicator final : public Communicator {
 
  private:
   MPI_Comm comm_;
+  std::vector<MPI_Request> pending_;
   int rank_ = 0, size_ = 1;
 };
 

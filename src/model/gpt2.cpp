@@ -148,7 +148,8 @@ float GPT2::forward(const float* params, const int32_t* inputs, const int32_t* t
 }
 
 void GPT2::backward(float* grads, const float* params, const int32_t* inputs,
-                    const int32_t* targets, float dloss) {
+                    const int32_t* targets, float dloss,
+                    const std::function<void(size_t, size_t)>& on_ready) {
   if (!have_probs_) throw RunError("GPT2::backward called without a forward pass with targets");
   const int B = B_, T = T_, C = shape_.n_embd, NH = shape_.n_head, N = B * T;
   const int V = shape_.vocab, Vp = shape_.padded_vocab;
@@ -175,6 +176,13 @@ void GPT2::backward(float* grads, const float* params, const int32_t* inputs,
   cpu::layernorm_backward(dresidual_, grads + ts[ts.size() - 2].offset,
                           grads + ts[ts.size() - 1].offset, dln_, x_last, lnfw, lnf_mean_,
                           lnf_rstd_, N, C);
+
+  const auto ready = [&](size_t first_tensor, size_t tensors) {
+    if (!on_ready) return;
+    const ParamTensor& last = ts[first_tensor + tensors - 1];
+    on_ready(ts[first_tensor].offset, last.offset + last.numel);
+  };
+  ready(ts.size() - 2, 2);  // ln_f
 
   // dresidual_ holds the gradient of the residual stream; each block adds its branches in place.
   for (int l = shape_.n_layer - 1; l >= 0; --l) {
@@ -203,8 +211,10 @@ void GPT2::backward(float* grads, const float* params, const int32_t* inputs,
     cpu::matmul_backward(dln_, g.qkvw, g.qkvb, dqkv_, a.ln1, w.qkvw, N, C, 3 * C);
     cpu::layernorm_backward(dresidual_, g.ln1w, g.ln1b, dln_, x, w.ln1w, a.ln1_mean, a.ln1_rstd,
                             N, C);
+    ready(layout_.block_first(l), ParameterLayout::kPerBlock);
   }
   cpu::encoder_backward(dwte, dwpe, dresidual_, inputs, B, T, C);
+  ready(0, 2);  // wte (also the LM head), wpe
 }
 
 }  // namespace sg

@@ -2,7 +2,9 @@
 // GPT-2 forward and backward on the CPU kernels, for a fixed micro-batch shape (B, T).
 // Parameters and gradients are flat buffers owned by the caller (the trainer owns them so that
 // replicas, ZeRO and checkpoints see plain ranges); activations are owned here and sized once.
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model/parameter_layout.h"
@@ -32,8 +34,12 @@ class GPT2 {
   // Backward of the last forward (which must have had targets). Adds to grads (+=) the gradient
   // of dloss * sum(losses): pass dloss = 1 / (total positions in the optimizer step) so that
   // accumulating micro-steps and replicas gives the gradient of the mean loss.
+  // on_ready(begin, end), when given, is called as soon as the gradients of the flat range
+  // [begin, end) are final for this backward pass: ln_f first, then each block from the last to
+  // the first, then the embeddings. Data parallelism starts reducing each range there.
   void backward(float* grads, const float* params, const int32_t* inputs,
-                const int32_t* targets, float dloss);
+                const int32_t* targets, float dloss,
+                const std::function<void(size_t, size_t)>& on_ready = {});
 
   const float* logits() const { return logits_; }   // (B,T,Vp)
   const float* losses() const { return losses_; }   // (B*T)

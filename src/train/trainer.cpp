@@ -240,6 +240,9 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
         "processes ({}) and the replicas per process ({}) must be powers of two",
         spec.source, world.size(), local_replicas));
   }
+  // Bucketed all-reduce overlapped with the last backward: data parallelism over several
+  // processes, outside deterministic mode, and not under ZeRO-2 (which reduce-scatters).
+  const bool bucketed = world.size() > 1 && !deterministic && spec.parallel.zero < 2;
   ReplicaTreeSum tree_sum(deterministic ? grads.size() : 0);
   std::vector<float> replica_grads(deterministic ? grads.size() : 0), tree_scratch;
   std::vector<double> replica_losses(deterministic ? static_cast<size_t>(replicas) : 0);
@@ -267,7 +270,18 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
                                static_cast<uint64_t>(a) * micro_batch;
         fill_batch(inputs.data(), targets.data(), *data.train, train_sampler, first, micro_batch, T);
         replica_loss += model.forward(params.data(), inputs.data(), targets.data(), dloss);
-        model.backward(target_grads, params.data(), inputs.data(), targets.data(), dloss);
+        // The last backward of this process's step: each range of gradients starts its
+        // reduction over the processes as soon as backward has finished it ("buckets").
+        const bool last = r == first_replica + local_replicas - 1 && a == accum - 1;
+        if (last && bucketed) {
+          model.backward(target_grads, params.data(), inputs.data(), targets.data(), dloss,
+                         [&](size_t begin, size_t end) {
+                           world.start_all_reduce_sum(grads.data() + begin, end - begin);
+                           world.progress();
+                         });
+        } else {
+          model.backward(target_grads, params.data(), inputs.data(), targets.data(), dloss);
+        }
       }
       if (deterministic) {
         tree_sum.add(target_grads);
@@ -290,8 +304,9 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     // 1/(global batch) factor, so the sum is the gradient of the mean loss); losses likewise.
     if (world.size() > 1 && !deterministic) world.all_reduce_sum(&loss_sum, 1);
     const double loss = loss_sum / (static_cast<double>(replicas) * accum);
+    if (bucketed) world.wait_all();
     const float norm =
-        deterministic
+        deterministic || bucketed
             ? optimizer.step_reduced(params.data(), grads.data(), lr, static_cast<int>(step + 1))
             : optimizer.step(params.data(), grads.data(), lr, static_cast<int>(step + 1));
     state.step = step + 1;
