@@ -23,7 +23,9 @@ class DataParallelOptimizer {
                         Communicator& group);
 
   // Floats the parameter and gradient buffers must hold (>= layout.total()).
-  size_t padded_size() const { return shard_size_ * static_cast<size_t>(group_.size()); }
+  size_t padded_size() const {
+    return zero_ == 0 ? layout_.total() : shard_size_ * static_cast<size_t>(group_.size());
+  }
   size_t shard_size() const { return shard_size_; }
 
   // grads: this process's sum over its replicas. Returns the global gradient norm before clipping.
