@@ -65,6 +65,12 @@ int main(int argc, char** argv) {
       "plan", "validate the job and print the resolved spec, parameters, FLOPs and memory");
   add_job_arguments(plan, args);
 
+  auto* eval = app.add_subcommand("eval", "validation loss and perplexity of a checkpoint");
+  add_job_arguments(eval, args, "job spec (YAML); omitted: the job the checkpoint was written by");
+  eval->add_option("--checkpoint", args.checkpoint,
+                   "checkpoint directory (step_*), or a run directory (newest checkpoint)")
+      ->required();
+
   auto* sample = app.add_subcommand("sample", "generate tokens from a GPT checkpoint");
   add_job_arguments(sample, args,
                     "job spec (YAML); omitted: the job the checkpoint was written by");
@@ -114,9 +120,9 @@ int main(int argc, char** argv) {
 
   if (argc > 1 && argv[1][0] != '-') {
     const std::string command = argv[1];
-    if (command != "train" && command != "plan" && command != "sample" && command != "info" &&
-        command != "prepare") {
-      fmt::print(stderr, "error: unknown command '{}'; use one of train, plan, sample, prepare, info "
+    if (command != "train" && command != "plan" && command != "eval" && command != "sample" &&
+        command != "info" && command != "prepare") {
+      fmt::print(stderr, "error: unknown command '{}'; use one of train, plan, eval, sample, prepare, info "
                  "(see singularity --help)\n", command);
       return sg::kExitUsage;
     }
@@ -137,6 +143,7 @@ int main(int argc, char** argv) {
                                     args.prepare.tokenizer_dir);
     }
     if (*info) return sg::run_info_command(args.peak);
+    if (*eval) return sg::run_eval_command(args.job, args.sets, args.checkpoint);
     if (*prepare) return sg::run_prepare_command(args.prepare);
   } catch (const sg::SpecError& e) {
     return report_and_exit(e.what(), sg::kExitUsage);

@@ -19,6 +19,8 @@ int run_sample_command(const std::string& job_path, const std::vector<std::strin
                        const std::string& checkpoint, const std::string& prompt, int tokens,
                        double temperature, uint64_t seed, const std::string& tokenizer_dir);
 int run_info_command(bool measure_peak);
+int run_eval_command(const std::string& job_path, const std::vector<std::string>& sets,
+                     const std::string& checkpoint);
 
 struct PrepareArguments {
   std::string kind, src, dst;  // kind: text | openwebtext | wikipedia | imagenet

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint/checkpoint.h"
+#include "cli/checkpoint_lookup.h"
 #include "cli/commands.h"
 #include "model/gpt2.h"
 #include "tokenizer/gpt2_tokenizer.h"
@@ -60,44 +61,17 @@ std::optional<Gpt2Tokenizer> text_tokenizer(const std::string& dir_option, int v
   return Gpt2Tokenizer::load(dir);
 }
 
-std::string resolve_checkpoint(const std::string& path) {
-  namespace fs = std::filesystem;
-  if (fs::exists(fs::path(path) / "manifest.json")) return path;
-  std::vector<std::string> warnings;
-  for (const std::string& dir : {path, path + "/checkpoints"}) {
-    if (!fs::is_directory(dir)) continue;
-    if (auto found = find_resume_checkpoint(dir, "auto", &warnings)) {
-      for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
-      return *found;
-    }
-  }
-  std::string why;
-  for (const auto& w : warnings) why += "; " + w;
-  throw RunError(path + ": no intact checkpoint found (expected a step_* directory with a "
-                 "manifest.json, or a run directory holding checkpoints/)" + why);
-}
-
 }  // namespace
 
 int run_sample_command(const std::string& job_path, const std::vector<std::string>& sets,
                        const std::string& checkpoint, const std::string& prompt, int tokens,
                        double temperature, uint64_t seed, const std::string& tokenizer_dir) {
-  const std::string path = resolve_checkpoint(checkpoint);
-  // Without a job file, the model is the one the checkpoint was written for.
-  const JobSpec spec = job_path.empty()
-                           ? parse_job_spec(load_checkpoint(path).job_yaml,
-                                            path + "/manifest.json", sets)
-                           : load_job_spec(job_path, sets);
-  // One process samples: all cores, whatever devices.processes the job trains with.
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
-  const GPT2Shape shape{spec.model.n_layer, spec.model.n_head, spec.model.n_embd,
-                        spec.model.context, spec.model.vocab, spec.padded_vocab()};
-  const ParameterLayout layout(shape);
-  std::vector<float> params(layout.total()), m(layout.total()), v(layout.total());
-  const TrainerState state =
-      load_training_checkpoint(path, layout, params.data(), m.data(), v.data());
+  const CheckpointModel loaded = load_checkpoint_model(job_path, sets, checkpoint);
+  const std::string& path = loaded.path;
+  const ParameterLayout& layout = *loaded.layout;
+  const GPT2Shape& shape = layout.shape();
+  const std::vector<float>& params = loaded.params;
+  const TrainerState& state = loaded.state;
 
   const std::optional<Gpt2Tokenizer> tokenizer = text_tokenizer(tokenizer_dir, shape.vocab);
   std::vector<int32_t> sequence;

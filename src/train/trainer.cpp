@@ -23,6 +23,7 @@
 #include "optim/lr_schedule.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/deterministic_reduce.h"
+#include "train/evaluate.h"
 #include "train/flops.h"
 #include "train/metrics_log.h"
 #include "train/train_checkpoint.h"
@@ -34,20 +35,6 @@ namespace {
 GPT2Shape gpt2_shape_of(const JobSpec& spec) {
   return {spec.model.n_layer, spec.model.n_head, spec.model.n_embd, spec.model.context,
           spec.model.vocab, spec.padded_vocab()};
-}
-
-// Mean validation loss over eval.steps fixed micro-batches (the same ones at every
-// evaluation, so evaluations are comparable).
-float evaluate(GPT2& model, const float* params, const TokenSource& val,
-                const SequenceSampler& sampler, int eval_steps, std::vector<int32_t>& inputs,
-                std::vector<int32_t>& targets) {
-  const int B = model.batch(), T = model.seq_len();
-  double sum = 0;
-  for (int i = 0; i < eval_steps; ++i) {
-    fill_batch(inputs.data(), targets.data(), val, sampler, static_cast<uint64_t>(i) * B, B, T);
-    sum += model.forward(params, inputs.data(), targets.data());
-  }
-  return static_cast<float>(sum / eval_steps);
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
@@ -86,7 +73,10 @@ std::optional<std::string> choose_resume_checkpoint(const JobSpec& spec,
       const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
       char stamp[32];
       std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", std::gmtime(&now));
-      const std::string aside = checkpoints_dir + ".replaced-" + stamp;
+      std::string aside = checkpoints_dir + ".replaced-" + stamp;
+      for (int n = 2; std::filesystem::exists(aside); ++n) {
+        aside = checkpoints_dir + ".replaced-" + stamp + "-" + std::to_string(n);
+      }
       std::filesystem::rename(checkpoints_dir, aside);
       std::filesystem::create_directories(checkpoints_dir);
       fmt::print(stderr,
@@ -170,7 +160,7 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
   const int T = spec.seq_len();
   const int micro_batch = spec.train.micro_batch;
   const SequenceSampler train_sampler(data.train->size(), T, spec.seed);
-  const SequenceSampler val_sampler(data.val->size(), T, spec.seed ^ 0x5eed0fda7aull);
+  const SequenceSampler val_sampler = make_validation_sampler(spec, *data.val);
 
   const ParameterLayout layout(gpt2_shape_of(spec));
   DataParallelOptimizer optimizer(layout, spec.optim, spec.parallel.zero, world);
@@ -221,8 +211,8 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
                     : std::string()));
   }
   if (root && state.step == 0 && spec.eval.steps > 0) {
-    const float v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
-                              inputs, targets);
+    const float v = evaluate_validation(model, params.data(), *data.val, val_sampler,
+                                          spec.eval.steps);
     result.first_val_loss = v;
     log->log_eval(0, v, best.value_or(-1));
   }
@@ -334,8 +324,8 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
                                             state.step == last_step || state.step == 1);
       log->log_step(m, print);
       if (spec.eval.steps > 0 && due(state.step, spec.eval.every, last_step)) {
-        const float v = evaluate(model, params.data(), *data.val, val_sampler, spec.eval.steps,
-                                 inputs, targets);
+        const float v = evaluate_validation(model, params.data(), *data.val, val_sampler,
+                                            spec.eval.steps);
         result.last_val_loss = v;
         log->log_eval(state.step, v, best.value_or(-1));
       }

@@ -25,6 +25,13 @@ awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f) }' || { echo "FAIL: val lo
 steps=$(grep -c '"grad_norm"' "$metrics")
 [[ $steps -eq 400 ]] || { echo "FAIL: expected 400 step lines, got $steps"; exit 1; }
 
+# eval reproduces the run's last validation loss from its checkpoint.
+"$bin" eval --checkpoint runs/quickstart > eval.log
+cat eval.log
+evaluated=$(sed -n 's/^val loss \([0-9.]*\),.*/\1/p' eval.log)
+awk -v e="$evaluated" -v l="$last" 'BEGIN { d = e - l; exit !(e != "" && d < 1e-4 && d > -1e-4) }' ||
+  { echo "FAIL: eval gives '$evaluated', the run ended at $last"; exit 1; }
+
 "$bin" sample --checkpoint runs/quickstart --prompt "1 2 3" --tokens 16 > sample.log
 cat sample.log
 generated=$(grep '^generated:' sample.log | wc -w)

@@ -1,0 +1,35 @@
+#pragma once
+// Finding the checkpoint a command reads (`sample`, `eval`) and the job it belongs to.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/job_spec.h"
+#include "model/parameter_layout.h"
+#include "train/train_checkpoint.h"
+
+namespace sg {
+
+// A step_* directory as given, or the newest intact checkpoint of a run directory (or of its
+// checkpoints/). RunError naming what was skipped when there is none.
+std::string resolve_checkpoint(const std::string& path);
+
+// JOB when given; otherwise the job recorded in the checkpoint's manifest. Overrides apply.
+JobSpec job_for_checkpoint(const std::string& job_path, const std::vector<std::string>& sets,
+                           const std::string& checkpoint_path);
+
+// A checkpoint's weights, ready for one process to run the model on all cores.
+struct CheckpointModel {
+  std::string path;  // the step_* directory
+  JobSpec spec;
+  std::unique_ptr<ParameterLayout> layout;
+  std::vector<float> params;
+  TrainerState state;
+};
+
+// resolve_checkpoint + job_for_checkpoint + the weights; sets the thread count to all cores.
+CheckpointModel load_checkpoint_model(const std::string& job_path,
+                                      const std::vector<std::string>& sets,
+                                      const std::string& checkpoint);
+
+}  // namespace sg
