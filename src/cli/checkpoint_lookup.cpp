@@ -33,20 +33,16 @@ std::string resolve_checkpoint(const std::string& path) {
 }
 
 
-JobSpec job_for_checkpoint(const std::string& job_path, const std::vector<std::string>& sets,
-                           const std::string& checkpoint_path) {
-  if (!job_path.empty()) return load_job_spec(job_path, sets);
-  // Without a job file, the model is the one the checkpoint was written for.
-  return parse_job_spec(load_checkpoint(checkpoint_path).job_yaml,
-                        checkpoint_path + "/manifest.json", sets);
-}
-
 CheckpointModel load_checkpoint_model(const std::string& job_path,
                                       const std::vector<std::string>& sets,
                                       const std::string& checkpoint) {
   CheckpointModel out;
   out.path = resolve_checkpoint(checkpoint);
-  out.spec = job_for_checkpoint(job_path, sets, out.path);
+  const LoadedCheckpoint loaded = load_checkpoint(out.path);  // read and checksummed once
+  // Without a job file, the model is the one the checkpoint was written for.
+  out.spec = job_path.empty()
+                 ? parse_job_spec(loaded.job_yaml, out.path + "/manifest.json", sets)
+                 : load_job_spec(job_path, sets);
   // One process runs the model: all cores, whatever devices.processes the job trains with.
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   omp_set_num_threads(threads);
@@ -57,7 +53,7 @@ CheckpointModel load_checkpoint_model(const std::string& job_path,
   const size_t n = out.layout->total();
   out.params.assign(n, 0.0f);
   std::vector<float> moment_m(n), moment_v(n);  // read and checked, not needed
-  out.state = load_training_checkpoint(out.path, *out.layout, out.params.data(), moment_m.data(),
+  out.state = load_training_checkpoint(loaded, *out.layout, out.params.data(), moment_m.data(),
                                        moment_v.data());
   return out;
 }

@@ -14,10 +14,6 @@ namespace sg {
 // checkpoints/). RunError naming what was skipped when there is none.
 std::string resolve_checkpoint(const std::string& path);
 
-// JOB when given; otherwise the job recorded in the checkpoint's manifest. Overrides apply.
-JobSpec job_for_checkpoint(const std::string& job_path, const std::vector<std::string>& sets,
-                           const std::string& checkpoint_path);
-
 // A checkpoint's weights, ready for one process to run the model on all cores.
 struct CheckpointModel {
   std::string path;  // the step_* directory
@@ -27,7 +23,8 @@ struct CheckpointModel {
   TrainerState state;
 };
 
-// resolve_checkpoint + job_for_checkpoint + the weights; sets the thread count to all cores.
+// resolve_checkpoint, its job (JOB when given, else the one recorded in the manifest; overrides
+// apply) and its weights; sets the thread count to all cores.
 CheckpointModel load_checkpoint_model(const std::string& job_path,
                                       const std::vector<std::string>& sets,
                                       const std::string& checkpoint);

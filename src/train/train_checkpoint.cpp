@@ -62,7 +62,12 @@ std::string save_training_checkpoint(const std::string& checkpoints_dir, const J
 
 TrainerState load_training_checkpoint(const std::string& path, const ParameterLayout& layout,
                                       float* params, float* m, float* v) {
-  LoadedCheckpoint ck = load_checkpoint(path);
+  return load_training_checkpoint(load_checkpoint(path), layout, params, m, v);
+}
+
+TrainerState load_training_checkpoint(const LoadedCheckpoint& ck, const ParameterLayout& layout,
+                                      float* params, float* m, float* v) {
+  const std::string& path = ck.path;
   // The model the checkpoint was written for must be the job's: equal tensor shapes are not
   // enough (n_head, or a vocabulary padding to the same size, leave the shapes alone).
   if (ck.state.contains("model")) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "config/job_spec.h"
 #include "model/parameter_layout.h"
 
@@ -23,6 +24,9 @@ std::string save_training_checkpoint(const std::string& checkpoints_dir, const J
 
 // Loads the checkpoint at `path` into params/m/v (each layout.total() floats). Throws RunError
 // naming the checkpoint when it is corrupt or was written for a different model shape.
+TrainerState load_training_checkpoint(const LoadedCheckpoint& checkpoint,
+                                      const ParameterLayout& layout, float* params, float* m,
+                                      float* v);
 TrainerState load_training_checkpoint(const std::string& path, const ParameterLayout& layout,
                                       float* params, float* m, float* v);
 

@@ -15,6 +15,7 @@
 #include "config/load_job_spec.h"
 #include "data/token_shard.h"
 #include "temp_dir.h"
+#include "test_files.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -36,17 +37,8 @@ std::string mutate(const std::string& input, sg::Rng& rng) {
   return s;
 }
 
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using sg::test::read_file;
+using sg::test::write_file;
 
 const char* kJob = R"(name: fuzz
 seed: 3

@@ -2,6 +2,7 @@
 // Small archives and compressed files for the prepare tests, written with libarchive so no
 // external tar/xz is needed: tars (optionally xz/gzip/zstd compressed) and single compressed
 // streams (.gz / .zst / .xz of one file).
+#include "tests/test_files.h"
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -47,18 +48,6 @@ inline std::string make_archive(const Members& members, Filter filter, bool raw 
   archive_write_close(a);
   archive_write_free(a);
   return std::string(buffer.data(), used);
-}
-
-inline void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out << bytes;
-}
-
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace sg::test

@@ -14,7 +14,7 @@
 #include "tests/error_of.h"
 #include "tests/prepare/archive_fixtures.h"
 #include "tests/temp_dir.h"
-#include "tests/tokenizer/test_data_dir.h"
+#include "tests/tokenizer/shared_tokenizer.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "util/error.h"
 
@@ -22,19 +22,6 @@ using namespace sg;
 
 namespace {
 
-const Gpt2Tokenizer* shared_tokenizer() {
-  static const std::string dir = test::test_data_path("gpt2");
-  if (dir.empty()) return nullptr;
-  static const Gpt2Tokenizer tok = Gpt2Tokenizer::load(dir);
-  return &tok;
-}
-
-#define REQUIRE_TOKENIZER(tok)                                                         \
-  const Gpt2Tokenizer* tok = shared_tokenizer();                                       \
-  if (tok == nullptr) {                                                                \
-    MESSAGE("skipped: SINGULARITY_TEST_DATA/gpt2 not found (set SINGULARITY_TEST_DATA)"); \
-    return;                                                                            \
-  }
 
 std::vector<std::string> sample_documents(int n) {
   std::vector<std::string> docs;

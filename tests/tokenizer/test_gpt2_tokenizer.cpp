@@ -10,35 +10,16 @@
 
 #include "tests/error_of.h"
 #include "tests/temp_dir.h"
-#include "tests/tokenizer/test_data_dir.h"
+#include "tests/test_files.h"
+#include "tests/tokenizer/shared_tokenizer.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "tokenizer/utf8.h"
 
 using namespace sg;
+using sg::test::read_file;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Loaded once: parsing encoder.json takes a noticeable fraction of a second.
-const Gpt2Tokenizer* shared_tokenizer() {
-  static const std::string dir = test::test_data_path("gpt2");
-  if (dir.empty()) return nullptr;
-  static const Gpt2Tokenizer tok = Gpt2Tokenizer::load(dir);
-  return &tok;
-}
-
-#define REQUIRE_TOKENIZER(tok)                                                    \
-  const Gpt2Tokenizer* tok = shared_tokenizer();                                  \
-  if (tok == nullptr) {                                                           \
-    MESSAGE("skipped: SINGULARITY_TEST_DATA/gpt2 not found (set SINGULARITY_TEST_DATA)"); \
-    return;                                                                       \
-  }
 
 }  // namespace
 

@@ -13,13 +13,11 @@ TEST_CASE("20 steps in one go equal 10 steps, stop, resume for 10: bitwise losse
   const std::string a = a_dir.path();
   sg::test::TempDir b_dir;
   const std::string b = b_dir.path();
-  sg::TrainOptions quiet;
-  quiet.quiet = true;
+  const sg::TrainOptions quiet = quiet_options();
   auto ra = sg::run_training(tiny_job(a), quiet);
   CHECK(ra.last_step == 20);
 
-  sg::TrainOptions stop = quiet;
-  stop.stop_after = 10;
+  const sg::TrainOptions stop = quiet_options(10);
   auto rb1 = sg::run_training(tiny_job(b), stop);
   CHECK(rb1.last_step == 10);
   auto rb2 = sg::run_training(tiny_job(b), quiet);
@@ -42,8 +40,7 @@ TEST_CASE("20 steps in one go equal 10 steps, stop, resume for 10: bitwise losse
 TEST_CASE("a corrupted newest checkpoint is skipped: auto resumes from the previous one") {
   sg::test::TempDir a_dir;
   const std::string a = a_dir.path();
-  sg::TrainOptions quiet;
-  quiet.quiet = true;
+  const sg::TrainOptions quiet = quiet_options();
   sg::run_training(tiny_job(a), quiet);
   const auto before = step_lines(a);
   const std::string reference = read_file(a + "/checkpoints/step_00000020/model.safetensors");
@@ -68,10 +65,8 @@ namespace {
 // A run directory holding a tiny job stopped (and checkpointed) at step 10.
 struct StoppedRun {
   sg::test::TempDir dir;
-  sg::TrainOptions opts;
+  sg::TrainOptions opts = quiet_options(10);
   StoppedRun() {
-    opts.quiet = true;
-    opts.stop_after = 10;
     sg::run_training(tiny_job(dir.path()), opts);
   }
 };

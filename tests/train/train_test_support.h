@@ -8,7 +8,9 @@
 
 #include "config/job_spec.h"
 #include "config/load_job_spec.h"
+#include "train/trainer.h"
 #include "temp_dir.h"
+#include "test_files.h"
 
 namespace sg::testing {
 
@@ -30,11 +32,14 @@ inline JobSpec tiny_job(const std::string& dir, std::vector<std::string> sets = 
   return parse_job_spec(kTinyJob, "<tiny job>", sets);
 }
 
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+using sg::test::read_file;
+
+// Options for a test run: no per-step lines, optionally stopping early.
+inline TrainOptions quiet_options(int64_t stop_after = 0) {
+  TrainOptions options;
+  options.quiet = true;
+  options.stop_after = stop_after;
+  return options;
 }
 
 // The "loss" lines of metrics.jsonl, as written (so comparisons are bitwise).

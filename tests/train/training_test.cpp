@@ -32,8 +32,7 @@ TEST_CASE("virtual data replicas equal gradient accumulation on one replica, bit
   const std::string a = a_dir.path();
   sg::test::TempDir b_dir;
   const std::string b = b_dir.path();
-  sg::TrainOptions quiet;
-  quiet.quiet = true;
+  const sg::TrainOptions quiet = quiet_options();
   sg::run_training(tiny_job(a, {"parallel.data=2", "train.steps=6"}), quiet);
   sg::run_training(tiny_job(b, {"parallel.data=1", "train.steps=6"}), quiet);
   CHECK(step_lines(a) == step_lines(b));
@@ -43,8 +42,7 @@ TEST_CASE("virtual data replicas equal gradient accumulation on one replica, bit
 TEST_CASE("a tiny GPT learns the synthetic language: val loss falls towards the optimum") {
   sg::test::TempDir a_dir;
   const std::string a = a_dir.path();
-  sg::TrainOptions quiet;
-  quiet.quiet = true;
+  const sg::TrainOptions quiet = quiet_options();
   auto r = sg::run_training(tiny_job(a, {"train.steps=60", "checkpoint.every=0"}), quiet);
   REQUIRE(r.first_val_loss);
   REQUIRE(r.last_val_loss);

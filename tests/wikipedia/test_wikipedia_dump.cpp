@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_files.h"
 #include "prepare/wikipedia_source.h"
 #include "tests/error_of.h"
 #include "tests/temp_dir.h"
@@ -46,15 +47,8 @@ struct Collected : sg::DocumentSink {
   }
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using sg::test::read_file;
+using sg::test::write_file;
 
 std::string decompress(const std::string& bz2) {
   std::string xml(8u << 20, '\0');
