@@ -31,4 +31,43 @@ void crossentropy_forward_backward(float* losses,          // (N)
                                    const int32_t* targets, // (N)
                                    float dloss, int N, int V, int Vp);
 
+// Vocabulary-parallel cross-entropy ("vp"; Megatron-style tensor parallelism). logits_local is
+// (N, Vl): columns [v0, v0+Vl) of the padded vocabulary. Global columns >= V are padding: they
+// are ignored and get zero gradient (a rank may hold only padding). The caller combines the
+// per-row partial results across ranks between the calls: all-reduce MAX of row_max, then
+// all-reduce SUM of sum_exp and of target_logit. Rows are independent; within a row the order
+// is fixed, so results do not depend on the thread count.
+
+// row_max[n] = max over the real local columns (global index < V) of logits[n,:]; -INFINITY when
+// the rank holds no real column.
+void crossentropy_vp_max(float* row_max,        // (N)
+                         const float* logits,   // (N,Vl)
+                         int N, int Vl, int v0, int V);
+
+// With row_max the global row maxima: sum_exp[n] = sum over real local columns of
+// exp(logit - row_max[n]); target_logit[n] = logits[n, targets[n]-v0] if the target is local,
+// else 0.
+void crossentropy_vp_sums(float* sum_exp,          // (N)
+                          float* target_logit,     // (N)
+                          const float* logits,     // (N,Vl)
+                          const float* row_max,    // (N) global
+                          const int32_t* targets,  // (N) global ids in [0, V)
+                          int N, int Vl, int v0, int V);
+
+// With the global reductions: losses[n] = log(sum_exp[n]) - (target_logit[n] - row_max[n]).
+void crossentropy_vp_losses(float* losses,             // (N)
+                            const float* row_max,      // (N) global
+                            const float* sum_exp,      // (N) global
+                            const float* target_logit, // (N) global
+                            int N);
+
+// dlogits (may alias logits) = dloss * (exp(logit - row_max)/sum_exp - onehot(target)) on real
+// local columns, 0 on padding columns. Written with = .
+void crossentropy_vp_backward(float* dlogits,          // (N,Vl)
+                              const float* logits,     // (N,Vl)
+                              const float* row_max,    // (N) global
+                              const float* sum_exp,    // (N) global
+                              const int32_t* targets,  // (N) global ids in [0, V)
+                              float dloss, int N, int Vl, int v0, int V);
+
 }  // namespace sg::cpu

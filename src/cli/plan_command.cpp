@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "config/load_job_spec.h"
 #include "model/gpt2.h"
+#include "parallel/pipeline_schedule.h"
 #include "train/flops.h"
 #include "train/trainer.h"
 
@@ -74,9 +75,16 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
   // the CPU backend still accumulates micro-steps into a full-size buffer, so it is counted whole.
   const double grads_bytes = 4 * model_share;
   const double optimizer_bytes = 8 * model_share / (spec.parallel.zero >= 1 ? data_processes : 1);
-  const double activation_bytes =
-      4.0 * static_cast<double>(gpt2_activation_floats(shape, spec.train.micro_batch, T)) /
-      mesh_per_process;
+  // Activations: the largest stage's shard, with the micro-batches its schedule keeps in flight.
+  double activation_bytes = 0;
+  for (int stage = 0; stage < pipeline; ++stage) {
+    const ParameterLayout shard(shape, ModelShard{0, tensor, stage, pipeline});
+    const int slots = pipeline_slots(spec.parallel.schedule, stage, pipeline,
+                                     spec.grad_accum_steps());
+    activation_bytes = std::max(
+        activation_bytes,
+        4.0 * static_cast<double>(gpt2_activation_floats(shard, spec.train.micro_batch, T, slots)));
+  }
   fmt::print("memory per process (fp32{}):\n",
              mesh_per_process > 1 ? ", model split evenly over tensor x pipeline" : "");
   fmt::print("  parameters       {}\n", human_bytes(params_bytes));
@@ -90,8 +98,11 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
              spec.parallel.zero >= 1 ? fmt::format("; ZeRO-{}: 1/{} of {}", spec.parallel.zero,
                                                    data_processes, human_bytes(8 * model_share))
                                      : "");
-  fmt::print("  activations      {} (micro-batch {} x {} tokens, with backward scratch)\n",
-             human_bytes(activation_bytes), spec.train.micro_batch, T);
+  fmt::print("  activations      {} (micro-batch {} x {} tokens, with backward scratch{})\n",
+             human_bytes(activation_bytes), spec.train.micro_batch, T,
+             pipeline > 1 ? fmt::format("; the largest stage, {} schedule",
+                                        spec.parallel.schedule)
+                          : "");
   fmt::print("  total            {}\n",
              human_bytes(params_bytes + grads_bytes + optimizer_bytes + activation_bytes));
   return 0;

@@ -26,15 +26,20 @@ class Communicator {
   virtual void progress() = 0;
   virtual void wait_all() = 0;
   virtual void all_reduce_sum(double* data, size_t n) = 0;  // in place
+  virtual void all_reduce_max(float* data, size_t n) = 0;   // in place; exact in any order
   // in: size() * n_per_rank floats; out: this rank's n_per_rank-float slice of the sum.
   virtual void reduce_scatter_sum(float* out, const float* in, size_t n_per_rank) = 0;
   // in: n_per_rank floats from each rank; out: size() * n_per_rank floats in rank order.
   virtual void all_gather(float* out, const float* in, size_t n_per_rank) = 0;
+  virtual void all_gather(double* out, const double* in, size_t n_per_rank) = 0;
   // buf: size() * n_per_rank floats; this rank's slice is in place, the others are filled in.
   virtual void all_gather_in_place(float* buf, size_t n_per_rank) = 0;
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   virtual void send(const void* data, size_t bytes, int dest, int tag) = 0;
   virtual void recv(void* data, size_t bytes, int source, int tag) = 0;
+  // Starts a send that completes by wait_all(); data must stay untouched until then. Pipeline
+  // stages send this way so that two neighbours sending to each other cannot deadlock.
+  virtual void start_send(const void* data, size_t bytes, int dest, int tag) = 0;
   virtual void barrier() = 0;
   // Ranks with the same color form a group, ordered by key (then by rank).
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;

@@ -52,6 +52,14 @@ void MpiCommunicator::all_reduce_sum(double* data, size_t n) {
   }
 }
 
+void MpiCommunicator::all_reduce_max(float* data, size_t n) {
+  for (size_t done = 0; done < n; done += kMaxChunk) {
+    const int count = static_cast<int>(std::min(kMaxChunk, n - done));
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + done, count, MPI_FLOAT, MPI_MAX, comm_),
+              "MPI_Allreduce");
+  }
+}
+
 void MpiCommunicator::start_all_reduce_sum(float* data, size_t n) {
   for (size_t done = 0; done < n; done += kMaxChunk) {
     const int count = static_cast<int>(std::min(kMaxChunk, n - done));
@@ -95,6 +103,14 @@ void MpiCommunicator::all_gather(float* out, const float* in, size_t n_per_rank)
   check_mpi(MPI_Allgather(in, count, MPI_FLOAT, out, count, MPI_FLOAT, comm_), "MPI_Allgather");
 }
 
+void MpiCommunicator::all_gather(double* out, const double* in, size_t n_per_rank) {
+  if (n_per_rank > kMaxChunk) {
+    throw RunError("all_gather of more than 268M doubles per rank is not supported");
+  }
+  const int count = static_cast<int>(n_per_rank);
+  check_mpi(MPI_Allgather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, comm_), "MPI_Allgather");
+}
+
 void MpiCommunicator::all_gather_in_place(float* buf, size_t n_per_rank) {
   if (n_per_rank > kMaxChunk) {
     throw RunError("all_gather of more than 268M floats per rank is not supported");
@@ -133,6 +149,18 @@ void MpiCommunicator::recv(void* data, size_t bytes, int source, int tag) {
   } while (done < bytes);
 }
 
+void MpiCommunicator::start_send(const void* data, size_t bytes, int dest, int tag) {
+  const auto* p = static_cast<const char*>(data);
+  size_t done = 0;
+  do {
+    const int count = static_cast<int>(std::min(kMaxChunk, bytes - done));
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Isend(p + done, count, MPI_BYTE, dest, tag, comm_, &request), "MPI_Isend");
+    pending_.push_back(request);
+    done += static_cast<size_t>(count);
+  } while (done < bytes);
+}
+
 void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
@@ -151,6 +179,7 @@ class SingleProcessCommunicator final : public Communicator {
   int size() const override { return 1; }
   void all_reduce_sum(float*, size_t) override {}
   void all_reduce_sum(double*, size_t) override {}
+  void all_reduce_max(float*, size_t) override {}
   void start_all_reduce_sum(float*, size_t) override {}
   void progress() override {}
   void wait_all() override {}
@@ -160,6 +189,9 @@ class SingleProcessCommunicator final : public Communicator {
   void all_gather(float* out, const float* in, size_t n) override {
     if (out != in) std::memmove(out, in, n * sizeof(float));
   }
+  void all_gather(double* out, const double* in, size_t n) override {
+    if (out != in) std::memmove(out, in, n * sizeof(double));
+  }
   void all_gather_in_place(float*, size_t) override {}
   void broadcast(void*, size_t, int) override {}
   void send(const void*, size_t, int, int) override {
@@ -167,6 +199,9 @@ class SingleProcessCommunicator final : public Communicator {
   }
   void recv(void*, size_t, int, int) override {
     throw RunError("recv on a single-process communicator: there is no peer");
+  }
+  void start_send(const void*, size_t, int, int) override {
+    throw RunError("send on a single-process communicator: there is no peer");
   }
   void barrier() override {}
   std::unique_ptr<Communicator> split(int, int) override {

@@ -22,15 +22,18 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   void all_reduce_sum(float* data, size_t n) override;
   void all_reduce_sum(double* data, size_t n) override;
+  void all_reduce_max(float* data, size_t n) override;
   void start_all_reduce_sum(float* data, size_t n) override;
   void progress() override;
   void wait_all() override;
   void reduce_scatter_sum(float* out, const float* in, size_t n_per_rank) override;
   void all_gather(float* out, const float* in, size_t n_per_rank) override;
+  void all_gather(double* out, const double* in, size_t n_per_rank) override;
   void all_gather_in_place(float* buf, size_t n_per_rank) override;
   void broadcast(void* data, size_t bytes, int root) override;
   void send(const void* data, size_t bytes, int dest, int tag) override;
   void recv(void* data, size_t bytes, int source, int tag) override;
+  void start_send(const void* data, size_t bytes, int dest, int tag) override;
   void barrier() override;
   std::unique_ptr<Communicator> split(int color, int key) override;
 

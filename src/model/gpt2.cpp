@@ -20,201 +20,318 @@ struct BlockTensors {
       *fcprojb;
 };
 
-BlockTensors block_tensors(const ParameterLayout& layout, const float* base, int layer) {
+BlockTensors block_tensors(const ParameterLayout& layout, const float* base, int local_layer) {
   const auto& ts = layout.tensors();
-  const size_t i = layout.block_first(layer);
+  const size_t i = layout.block_first(local_layer);
   float* b = const_cast<float*>(base);
   auto at = [&](size_t k) { return b + ts[i + k].offset; };
   return {at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(8), at(9), at(10), at(11)};
 }
 
-// Per-layer activation floats for N = B*T rows.
-size_t layer_floats(const GPT2Shape& s, size_t B, size_t T) {
-  const size_t N = B * T, C = s.n_embd, NH = s.n_head;
-  return N * C        // ln1
-         + 2 * N      // ln1 mean, rstd
-         + N * 3 * C  // qkv
-         + N * C      // atty
-         + B * NH * T * T  // att
-         + N * C      // attproj
-         + N * C      // residual2
-         + N * C + 2 * N  // ln2, mean, rstd
-         + 2 * N * 4 * C  // fch, fch_gelu
-         + N * C      // fcproj
-         + N * C;     // residual3
+// Local widths of a shard.
+struct Widths {
+  size_t N, C, Ca, Cm, NHl, Vl;  // rows, model width, attention, MLP, heads, vocabulary rows
+};
+
+Widths widths_of(const ParameterLayout& layout, size_t B, size_t T) {
+  return {B * T,
+          static_cast<size_t>(layout.shape().n_embd),
+          static_cast<size_t>(layout.attn_width()),
+          static_cast<size_t>(layout.mlp_width()),
+          static_cast<size_t>(layout.local_heads()),
+          static_cast<size_t>(layout.vocab_rows())};
+}
+
+// Per-layer activation floats.
+size_t layer_floats(const Widths& w, size_t B, size_t T) {
+  const size_t N = w.N, C = w.C;
+  return N * C               // ln1
+         + 2 * N             // ln1 mean, rstd
+         + N * 3 * w.Ca      // qkv
+         + N * w.Ca          // atty
+         + B * w.NHl * T * T // att
+         + N * C             // attproj
+         + N * C             // residual2
+         + N * C + 2 * N     // ln2, mean, rstd
+         + 2 * N * w.Cm      // fch, fch_gelu
+         + N * C             // fcproj
+         + N * C;            // residual3
+}
+
+size_t slot_floats(const ParameterLayout& layout, const Widths& w, size_t B, size_t T) {
+  size_t n = w.N * w.C /*input*/ + layout.layers() * layer_floats(w, B, T);
+  if (layout.has_head()) n += w.N * w.C + 2 * w.N /*lnf*/ + w.N * w.Vl + w.N + 3 * w.N;
+  return n;
+}
+
+// out[n, :] += bias for the row-parallel layers, whose bias is added after the all-reduce.
+void add_bias(float* out, const float* bias, size_t N, size_t C) {
+#pragma omp parallel for schedule(static)
+  for (size_t n = 0; n < N; ++n) {
+    for (size_t c = 0; c < C; ++c) out[n * C + c] += bias[c];
+  }
 }
 
 }  // namespace
 
-size_t gpt2_activation_floats(const GPT2Shape& s, int B_, int T_) {
-  const size_t B = B_, T = T_, N = B * T, C = s.n_embd, NH = s.n_head;
-  const size_t forward = N * C /*encoded*/ + s.n_layer * layer_floats(s, B, T) +
-                         N * C + 2 * N /*lnf*/ + N * s.padded_vocab /*logits*/ + N /*losses*/;
-  const size_t scratch = N * C /*dresidual*/ + N * 4 * C /*dln, big enough for any*/ +
-                         N * 3 * C /*dqkv*/ + N * C /*datty*/ + B * NH * T * T /*datt*/ +
-                         2 * N * 4 * C /*dfch, dfch_gelu*/;
-  return forward + scratch;
+size_t gpt2_activation_floats(const ParameterLayout& layout, int B, int T, int slots) {
+  const Widths w = widths_of(layout, B, T);
+  const size_t scratch = w.N * w.C /*dresidual*/ + w.N * w.C /*dln*/ + w.N * 3 * w.Ca /*dqkv*/ +
+                         w.N * w.Ca /*datty*/ + static_cast<size_t>(B) * w.NHl * T * T /*datt*/ +
+                         2 * w.N * w.Cm /*dfch, dfch_gelu*/;
+  return static_cast<size_t>(slots) * slot_floats(layout, w, B, T) + scratch;
 }
 
-GPT2::GPT2(const ParameterLayout& layout, int B, int T)
-    : layout_(layout), shape_(layout.shape()), B_(B), T_(T) {
+GPT2::GPT2(const ParameterLayout& layout, int B, int T, int slots, TensorGroup* tp)
+    : layout_(layout), shape_(layout.shape()), B_(B), T_(T), tp_(tp),
+      tensors_(layout.shard().tensors) {
   if (T > shape_.context) {
     throw SpecError("sequence length " + std::to_string(T) + " exceeds model.context " +
                     std::to_string(shape_.context));
   }
-  arena_.assign(gpt2_activation_floats(shape_, B, T), 0.0f);
+  if (tensors_ > 1 && (tp == nullptr || tp->size() != tensors_)) {
+    throw RunError("GPT2: a tensor-split layout needs its tensor-parallel group");
+  }
+  if (const ParamTensor* t = layout.find_if("wte")) wte_ = t->offset;
+  if (layout.has_embedding()) wpe_ = layout.find("wpe").offset;
+  if (layout.has_head()) {
+    lnfw_ = layout.find("ln_f.weight").offset;
+    lnfb_ = layout.find("ln_f.bias").offset;
+  }
+  arena_.assign(gpt2_activation_floats(layout, B, T, slots), 0.0f);
   float* p = arena_.data();
   auto take = [&](size_t n) {
     float* r = p;
     p += n;
     return r;
   };
-  const size_t N = static_cast<size_t>(B) * T, C = shape_.n_embd, NH = shape_.n_head;
-  encoded_ = take(N * C);
-  layers_.resize(shape_.n_layer);
-  for (auto& a : layers_) {
-    a.ln1 = take(N * C);
-    a.ln1_mean = take(N);
-    a.ln1_rstd = take(N);
-    a.qkv = take(N * 3 * C);
-    a.atty = take(N * C);
-    a.att = take(static_cast<size_t>(B) * NH * T * T);
-    a.attproj = take(N * C);
-    a.residual2 = take(N * C);
-    a.ln2 = take(N * C);
-    a.ln2_mean = take(N);
-    a.ln2_rstd = take(N);
-    a.fch = take(N * 4 * C);
-    a.fch_gelu = take(N * 4 * C);
-    a.fcproj = take(N * C);
-    a.residual3 = take(N * C);
+  const Widths w = widths_of(layout, B, T);
+  const size_t N = w.N, C = w.C, att = static_cast<size_t>(B) * w.NHl * T * T;
+  slots_.resize(static_cast<size_t>(slots));
+  for (Slot& s : slots_) {
+    s.input = take(N * C);
+    s.layers.resize(static_cast<size_t>(layout.layers()));
+    for (auto& a : s.layers) {
+      a.ln1 = take(N * C);
+      a.ln1_mean = take(N);
+      a.ln1_rstd = take(N);
+      a.qkv = take(N * 3 * w.Ca);
+      a.atty = take(N * w.Ca);
+      a.att = take(att);
+      a.attproj = take(N * C);
+      a.residual2 = take(N * C);
+      a.ln2 = take(N * C);
+      a.ln2_mean = take(N);
+      a.ln2_rstd = take(N);
+      a.fch = take(N * w.Cm);
+      a.fch_gelu = take(N * w.Cm);
+      a.fcproj = take(N * C);
+      a.residual3 = take(N * C);
+    }
+    if (layout.has_head()) {
+      s.lnf = take(N * C);
+      s.lnf_mean = take(N);
+      s.lnf_rstd = take(N);
+      s.logits = take(N * w.Vl);
+      s.losses = take(N);
+      s.ce_stats = take(3 * N);
+    }
   }
-  lnf_ = take(N * C);
-  lnf_mean_ = take(N);
-  lnf_rstd_ = take(N);
-  logits_ = take(N * shape_.padded_vocab);
-  losses_ = take(N);
   dresidual_ = take(N * C);
-  dln_ = take(N * 4 * C);
-  dqkv_ = take(N * 3 * C);
-  datty_ = take(N * C);
-  datt_ = take(static_cast<size_t>(B) * NH * T * T);
-  dfch_ = take(N * 4 * C);
-  dfch_gelu_ = take(N * 4 * C);
+  dln_ = take(N * C);
+  dqkv_ = take(N * 3 * w.Ca);
+  datty_ = take(N * w.Ca);
+  datt_ = take(att);
+  dfch_ = take(N * w.Cm);
+  dfch_gelu_ = take(N * w.Cm);
 }
 
-float GPT2::forward(const float* params, const int32_t* inputs, const int32_t* targets,
-                    float fused_dloss) {
-  const int B = B_, T = T_, C = shape_.n_embd, NH = shape_.n_head, N = B * T;
-  const int V = shape_.vocab, Vp = shape_.padded_vocab;
-  const auto& ts = layout_.tensors();
-  const float* wte = params + ts[0].offset;
-  const float* wpe = params + ts[1].offset;
+void GPT2::tp_sum(float* data, size_t n) {
+  if (tensors_ > 1) tp_->all_reduce_sum(data, n);
+}
 
-  cpu::encoder_forward(encoded_, inputs, wte, wpe, B, T, C);
-  const float* x = encoded_;
-  for (int l = 0; l < shape_.n_layer; ++l) {
-    const BlockTensors w = block_tensors(layout_, params, l);
-    LayerActs& a = layers_[l];
-    cpu::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, w.ln1w, w.ln1b, N, C);
-    cpu::matmul_forward(a.qkv, a.ln1, w.qkvw, w.qkvb, N, C, 3 * C);
-    cpu::attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
-    cpu::matmul_forward(a.attproj, a.atty, w.attprojw, w.attprojb, N, C, C);
-    cpu::residual_forward(a.residual2, x, a.attproj, static_cast<long>(N) * C);
-    cpu::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, w.ln2w, w.ln2b, N, C);
-    cpu::matmul_forward(a.fch, a.ln2, w.fcw, w.fcb, N, C, 4 * C);
-    cpu::gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * 4 * C);
-    cpu::matmul_forward(a.fcproj, a.fch_gelu, w.fcprojw, w.fcprojb, N, 4 * C, C);
-    cpu::residual_forward(a.residual3, a.residual2, a.fcproj, static_cast<long>(N) * C);
-    x = a.residual3;
+const float* GPT2::stage_output(int slot) const {
+  const Slot& s = slots_[slot];
+  return s.layers.empty() ? s.input : s.layers.back().residual3;
+}
+
+void GPT2::block_forward(Slot& s, int l, const float* params, const float* x) {
+  const int B = B_, T = T_, N = B * T, C = shape_.n_embd;
+  const int Ca = layout_.attn_width(), Cm = layout_.mlp_width(), NH = layout_.local_heads();
+  const BlockTensors w = block_tensors(layout_, params, l);
+  LayerActs& a = s.layers[l];
+  const bool split = tensors_ > 1;
+  // Attention: heads split column-parallel (qkv), output projection row-parallel, whose partial
+  // sums are all-reduced before the (replicated) bias is added.
+  cpu::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, w.ln1w, w.ln1b, N, C);
+  cpu::matmul_forward(a.qkv, a.ln1, w.qkvw, w.qkvb, N, C, 3 * Ca);
+  cpu::attention_forward(a.atty, a.att, a.qkv, B, T, Ca, NH);
+  cpu::matmul_forward(a.attproj, a.atty, w.attprojw, split ? nullptr : w.attprojb, N, Ca, C);
+  if (split) {
+    tp_sum(a.attproj, static_cast<size_t>(N) * C);
+    add_bias(a.attproj, w.attprojb, N, C);
   }
-  const float* lnfw = params + ts[ts.size() - 2].offset;
-  const float* lnfb = params + ts[ts.size() - 1].offset;
-  cpu::layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x, lnfw, lnfb, N, C);
-  cpu::matmul_forward(logits_, lnf_, wte, nullptr, N, C, Vp);
-  have_probs_ = false;
-  if (targets == nullptr) return 0.0f;
+  cpu::residual_forward(a.residual2, x, a.attproj, static_cast<long>(N) * C);
+  // MLP: c_fc column-parallel, c_proj row-parallel.
+  cpu::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, w.ln2w, w.ln2b, N, C);
+  cpu::matmul_forward(a.fch, a.ln2, w.fcw, w.fcb, N, C, Cm);
+  cpu::gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * Cm);
+  cpu::matmul_forward(a.fcproj, a.fch_gelu, w.fcprojw, split ? nullptr : w.fcprojb, N, Cm, C);
+  if (split) {
+    tp_sum(a.fcproj, static_cast<size_t>(N) * C);
+    add_bias(a.fcproj, w.fcprojb, N, C);
+  }
+  cpu::residual_forward(a.residual3, a.residual2, a.fcproj, static_cast<long>(N) * C);
+}
 
+void GPT2::loss_forward(Slot& s, const int32_t* targets, float fused_dloss) {
+  const int N = B_ * T_, V = shape_.vocab, Vl = layout_.vocab_rows();
+  if (tensors_ == 1) {
+    if (fused_dloss != 0.0f) {
+      cpu::crossentropy_forward_backward(s.losses, s.logits, s.logits, targets, fused_dloss, N, V,
+                                         Vl);
+    } else {
+      cpu::crossentropy_forward(s.losses, s.logits, s.logits, targets, N, V, Vl);
+    }
+    return;
+  }
+  // Vocabulary-parallel: only per-row statistics cross the tensor group, never the logits.
+  const int v0 = layout_.vocab_begin();
+  float *row_max = s.ce_stats, *sum_exp = s.ce_stats + N, *target_logit = s.ce_stats + 2 * N;
+  cpu::crossentropy_vp_max(row_max, s.logits, N, Vl, v0, V);
+  tp_->all_reduce_max(row_max, static_cast<size_t>(N));
+  cpu::crossentropy_vp_sums(sum_exp, target_logit, s.logits, row_max, targets, N, Vl, v0, V);
+  tp_sum(sum_exp, 2 * static_cast<size_t>(N));  // sum_exp and target_logit are adjacent
+  cpu::crossentropy_vp_losses(s.losses, row_max, sum_exp, target_logit, N);
   if (fused_dloss != 0.0f) {
-    cpu::crossentropy_forward_backward(losses_, logits_, logits_, targets, fused_dloss, N, V, Vp);
-  } else {
-    cpu::crossentropy_forward(losses_, logits_, logits_, targets, N, V, Vp);
+    cpu::crossentropy_vp_backward(s.logits, s.logits, row_max, sum_exp, targets, fused_dloss, N,
+                                  Vl, v0, V);
   }
-  fused_dloss_ = fused_dloss;
-  have_probs_ = true;
+}
+
+float GPT2::forward_stage(int slot, const float* params, const int32_t* inputs,
+                          const int32_t* targets, float fused_dloss) {
+  const int B = B_, T = T_, C = shape_.n_embd, N = B * T;
+  Slot& s = slots_[slot];
+  if (layout_.has_embedding()) {
+    if (tensors_ == 1) {
+      cpu::encoder_forward(s.input, inputs, params + wte_, params + wpe_, B, T, C);
+    } else {  // each rank looks up its vocabulary rows, zeros elsewhere; the sum is exact
+      cpu::embedding_forward_vocab_range(s.input, inputs, params + wte_, N, C,
+                                         layout_.vocab_begin(), layout_.vocab_rows());
+      tp_sum(s.input, static_cast<size_t>(N) * C);
+      cpu::position_add(s.input, params + wpe_, B, T, C);
+    }
+  }
+  const float* x = s.input;
+  for (int l = 0; l < layout_.layers(); ++l) {
+    block_forward(s, l, params, x);
+    x = s.layers[l].residual3;
+  }
+  s.have_probs = false;
+  if (!layout_.has_head()) return 0.0f;
+  cpu::layernorm_forward(s.lnf, s.lnf_mean, s.lnf_rstd, x, params + lnfw_, params + lnfb_, N, C);
+  cpu::matmul_forward(s.logits, s.lnf, params + wte_, nullptr, N, C, layout_.vocab_rows());
+  if (targets == nullptr) return 0.0f;
+  loss_forward(s, targets, fused_dloss);
+  s.fused_dloss = fused_dloss;
+  s.have_probs = true;
   double sum = 0;  // fixed order: deterministic
-  for (int i = 0; i < N; ++i) sum += losses_[i];
+  for (int i = 0; i < N; ++i) sum += s.losses[i];
   return static_cast<float>(sum / N);
 }
 
-void GPT2::backward(float* grads, const float* params, const int32_t* inputs,
-                    const int32_t* targets, float dloss,
-                    const std::function<void(size_t, size_t)>& on_ready) {
-  if (!have_probs_) throw RunError("GPT2::backward called without a forward pass with targets");
-  const int B = B_, T = T_, C = shape_.n_embd, NH = shape_.n_head, N = B * T;
-  const int V = shape_.vocab, Vp = shape_.padded_vocab;
-  const long NC = static_cast<long>(N) * C;
-  const auto& ts = layout_.tensors();
-  const float* wte = params + ts[0].offset;
-  float* dwte = grads + ts[0].offset;
-  float* dwpe = grads + ts[1].offset;
-
-  // Logits gradient in place of the probabilities (unless the forward already fused it), then
-  // the tied LM head.
-  if (fused_dloss_ == 0.0f) {
-    cpu::crossentropy_backward(logits_, logits_, targets, dloss, N, V, Vp);
-  } else if (fused_dloss_ != dloss) {
+void GPT2::logits_backward(Slot& s, const int32_t* targets, float dloss) {
+  if (!s.have_probs) throw RunError("GPT2::backward called without a forward pass with targets");
+  const int N = B_ * T_, V = shape_.vocab, Vl = layout_.vocab_rows();
+  if (s.fused_dloss == 0.0f) {
+    if (tensors_ == 1) {
+      cpu::crossentropy_backward(s.logits, s.logits, targets, dloss, N, V, Vl);
+    } else {
+      cpu::crossentropy_vp_backward(s.logits, s.logits, s.ce_stats, s.ce_stats + N, targets, dloss,
+                                    N, Vl, layout_.vocab_begin(), V);
+    }
+  } else if (s.fused_dloss != dloss) {
     throw RunError("GPT2::backward: dloss differs from the one fused into the forward pass");
   }
-  have_probs_ = false;
+  s.have_probs = false;
+}
+
+void GPT2::block_backward(Slot& s, int l, float* grads, const float* params, const float* x) {
+  const int B = B_, T = T_, C = shape_.n_embd, N = B * T;
+  const int Ca = layout_.attn_width(), Cm = layout_.mlp_width(), NH = layout_.local_heads();
+  const long NC = static_cast<long>(N) * C;
+  const BlockTensors w = block_tensors(layout_, params, l);
+  const BlockTensors g = block_tensors(layout_, grads, l);
+  const LayerActs& a = s.layers[l];
+  // The row-parallel layers' input gradients are local; the column-parallel layers' are partial
+  // sums over the tensor ranks, all-reduced before the (replicated) layernorm backward.
+  // MLP branch: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2))))
+  std::memset(dfch_gelu_, 0, sizeof(float) * N * Cm);
+  cpu::matmul_backward(dfch_gelu_, g.fcprojw, g.fcprojb, dresidual_, a.fch_gelu, w.fcprojw, N, Cm,
+                       C);
+  std::memset(dfch_, 0, sizeof(float) * N * Cm);
+  cpu::gelu_backward(dfch_, a.fch, dfch_gelu_, static_cast<long>(N) * Cm);
   std::memset(dln_, 0, sizeof(float) * NC);
-  cpu::matmul_backward(dln_, dwte, nullptr, logits_, lnf_, wte, N, C, Vp);
+  cpu::matmul_backward(dln_, g.fcw, g.fcb, dfch_, a.ln2, w.fcw, N, C, Cm);
+  tp_sum(dln_, static_cast<size_t>(NC));
+  cpu::layernorm_backward(dresidual_, g.ln2w, g.ln2b, dln_, a.residual2, w.ln2w, a.ln2_mean,
+                          a.ln2_rstd, N, C);
+  // Attention branch: residual2 = x + attproj(attention(qkv(ln1(x))))
+  std::memset(datty_, 0, sizeof(float) * N * Ca);
+  cpu::matmul_backward(datty_, g.attprojw, g.attprojb, dresidual_, a.atty, w.attprojw, N, Ca, C);
+  std::memset(dqkv_, 0, sizeof(float) * N * 3 * Ca);
+  cpu::attention_backward(dqkv_, datt_, datty_, a.qkv, a.att, B, T, Ca, NH);
+  std::memset(dln_, 0, sizeof(float) * NC);
+  cpu::matmul_backward(dln_, g.qkvw, g.qkvb, dqkv_, a.ln1, w.qkvw, N, C, 3 * Ca);
+  tp_sum(dln_, static_cast<size_t>(NC));
+  cpu::layernorm_backward(dresidual_, g.ln1w, g.ln1b, dln_, x, w.ln1w, a.ln1_mean, a.ln1_rstd, N,
+                          C);
+}
 
-  const float* x_last = shape_.n_layer > 0 ? layers_.back().residual3 : encoded_;
-  const float* lnfw = params + ts[ts.size() - 2].offset;
-  std::memset(dresidual_, 0, sizeof(float) * NC);
-  cpu::layernorm_backward(dresidual_, grads + ts[ts.size() - 2].offset,
-                          grads + ts[ts.size() - 1].offset, dln_, x_last, lnfw, lnf_mean_,
-                          lnf_rstd_, N, C);
-
+void GPT2::backward_stage(int slot, float* grads, const float* params, const int32_t* inputs,
+                          const int32_t* targets, float dloss,
+                          const std::function<void(size_t, size_t)>& on_ready) {
+  const int B = B_, T = T_, C = shape_.n_embd, N = B * T;
+  const long NC = static_cast<long>(N) * C;
+  const auto& ts = layout_.tensors();
+  Slot& s = slots_[slot];
   const auto ready = [&](size_t first_tensor, size_t tensors) {
     if (!on_ready) return;
     const ParamTensor& last = ts[first_tensor + tensors - 1];
     on_ready(ts[first_tensor].offset, last.offset + last.numel);
   };
-  ready(ts.size() - 2, 2);  // ln_f
-
+  const int layers = layout_.layers();
+  if (layout_.has_head()) {
+    // Logits gradient in place of the probabilities (unless the forward already fused it), then
+    // the tied LM head, whose input gradient is a partial sum over the vocabulary shards.
+    logits_backward(s, targets, dloss);
+    std::memset(dln_, 0, sizeof(float) * NC);
+    cpu::matmul_backward(dln_, grads + wte_, nullptr, s.logits, s.lnf, params + wte_, N, C,
+                         layout_.vocab_rows());
+    tp_sum(dln_, static_cast<size_t>(NC));
+    const float* x_last = layers > 0 ? s.layers.back().residual3 : s.input;
+    std::memset(dresidual_, 0, sizeof(float) * NC);
+    cpu::layernorm_backward(dresidual_, grads + lnfw_, grads + lnfb_, dln_, x_last,
+                            params + lnfw_, s.lnf_mean, s.lnf_rstd, N, C);
+    const size_t lnf_index = static_cast<size_t>(&layout_.find("ln_f.weight") - ts.data());
+    ready(lnf_index, 2);
+    if (!layout_.has_embedding()) ready(ts.size() - 1, 1);  // the tied copy of wte
+  }
   // dresidual_ holds the gradient of the residual stream; each block adds its branches in place.
-  for (int l = shape_.n_layer - 1; l >= 0; --l) {
-    const BlockTensors w = block_tensors(layout_, params, l);
-    const BlockTensors g = block_tensors(layout_, grads, l);
-    const LayerActs& a = layers_[l];
-    const float* x = l == 0 ? encoded_ : layers_[l - 1].residual3;
-
-    // MLP branch: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2))))
-    std::memset(dfch_gelu_, 0, sizeof(float) * NC * 4);
-    cpu::matmul_backward(dfch_gelu_, g.fcprojw, g.fcprojb, dresidual_, a.fch_gelu, w.fcprojw, N,
-                         4 * C, C);
-    std::memset(dfch_, 0, sizeof(float) * NC * 4);
-    cpu::gelu_backward(dfch_, a.fch, dfch_gelu_, NC * 4);
-    std::memset(dln_, 0, sizeof(float) * NC);
-    cpu::matmul_backward(dln_, g.fcw, g.fcb, dfch_, a.ln2, w.fcw, N, C, 4 * C);
-    cpu::layernorm_backward(dresidual_, g.ln2w, g.ln2b, dln_, a.residual2, w.ln2w, a.ln2_mean,
-                            a.ln2_rstd, N, C);
-
-    // Attention branch: residual2 = x + attproj(attention(qkv(ln1(x))))
-    std::memset(datty_, 0, sizeof(float) * NC);
-    cpu::matmul_backward(datty_, g.attprojw, g.attprojb, dresidual_, a.atty, w.attprojw, N, C, C);
-    std::memset(dqkv_, 0, sizeof(float) * NC * 3);
-    cpu::attention_backward(dqkv_, datt_, datty_, a.qkv, a.att, B, T, C, NH);
-    std::memset(dln_, 0, sizeof(float) * NC);
-    cpu::matmul_backward(dln_, g.qkvw, g.qkvb, dqkv_, a.ln1, w.qkvw, N, C, 3 * C);
-    cpu::layernorm_backward(dresidual_, g.ln1w, g.ln1b, dln_, x, w.ln1w, a.ln1_mean, a.ln1_rstd,
-                            N, C);
+  for (int l = layers - 1; l >= 0; --l) {
+    block_backward(s, l, grads, params, l == 0 ? s.input : s.layers[l - 1].residual3);
     ready(layout_.block_first(l), ParameterLayout::kPerBlock);
   }
-  cpu::encoder_backward(dwte, dwpe, dresidual_, inputs, B, T, C);
-  ready(0, 2);  // wte (also the LM head), wpe
+  if (layout_.has_embedding()) {
+    if (tensors_ == 1) {
+      cpu::encoder_backward(grads + wte_, grads + wpe_, dresidual_, inputs, B, T, C);
+    } else {
+      cpu::encoder_backward_vocab_range(grads + wte_, grads + wpe_, dresidual_, inputs, B, T, C,
+                                        layout_.vocab_begin(), layout_.vocab_rows());
+    }
+    ready(0, 2);  // wte (also the LM head), wpe
+  }
 }
 
 }  // namespace sg

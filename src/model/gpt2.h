@@ -2,25 +2,35 @@
 // GPT-2 forward and backward on the CPU kernels, for a fixed micro-batch shape (B, T).
 // Parameters and gradients are flat buffers owned by the caller (the trainer owns them so that
 // replicas, ZeRO and checkpoints see plain ranges); activations are owned here and sized once.
+//
+// The layout may be a shard (parameter_layout.h): then this object runs one pipeline stage's
+// blocks with this tensor rank's heads, MLP columns and vocabulary rows, and the tensor-parallel
+// collectives go over `tp`. A stage keeps `slots` activation sets, one per micro-batch in flight
+// in the pipeline schedule.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "model/parameter_layout.h"
+#include "parallel/tensor_group.h"
 
 namespace sg {
 
-// Floats of activation memory one micro-step of shape (B, T) keeps, including the gradient
-// scratch. Used for allocation and by `plan`'s memory estimate, so both agree.
-size_t gpt2_activation_floats(const GPT2Shape& shape, int B, int T);
+// Floats of activation memory of a (possibly sharded) model with `slots` micro-batches of
+// shape (B, T) in flight, including the gradient scratch. Used for allocation and by `plan`'s
+// memory estimate, so both agree.
+size_t gpt2_activation_floats(const ParameterLayout& layout, int B, int T, int slots = 1);
 
 class GPT2 {
  public:
-  GPT2(const ParameterLayout& layout, int B, int T);
+  // tp may be nullptr when the layout is not tensor-split.
+  GPT2(const ParameterLayout& layout, int B, int T, int slots = 1, TensorGroup* tp = nullptr);
 
   int batch() const { return B_; }
   int seq_len() const { return T_; }
+  // Floats of one residual stream (B,T,C): what pipeline stages send each other.
+  size_t stream_floats() const { return static_cast<size_t>(B_) * T_ * shape_.n_embd; }
 
   // Runs the forward pass on inputs (B,T). With targets (B,T), also computes the per-position
   // losses and returns their mean; the softmax probabilities then replace the logits. Without
@@ -29,7 +39,9 @@ class GPT2 {
   // pass as the loss (one trip through the (B,T,Vp) logits instead of two); backward() must then
   // be called with the same dloss.
   float forward(const float* params, const int32_t* inputs, const int32_t* targets,
-                float fused_dloss = 0.0f);
+                float fused_dloss = 0.0f) {
+    return forward_stage(0, params, inputs, targets, fused_dloss);
+  }
 
   // Backward of the last forward (which must have had targets). Adds to grads (+=) the gradient
   // of dloss * sum(losses): pass dloss = 1 / (total positions in the optimizer step) so that
@@ -39,29 +51,58 @@ class GPT2 {
   // the first, then the embeddings. Data parallelism starts reducing each range there.
   void backward(float* grads, const float* params, const int32_t* inputs,
                 const int32_t* targets, float dloss,
-                const std::function<void(size_t, size_t)>& on_ready = {});
+                const std::function<void(size_t, size_t)>& on_ready = {}) {
+    backward_stage(0, grads, params, inputs, targets, dloss, on_ready);
+  }
 
-  const float* logits() const { return logits_; }   // (B,T,Vp)
-  const float* losses() const { return losses_; }   // (B*T)
+  // Pipeline stages. A stage other than the first reads its input residual stream (B,T,C) from
+  // stage_input(slot), which the caller fills; inputs (token ids) are used by the first stage
+  // only, targets by the last. Returns the mean loss on the last stage, 0 elsewhere.
+  float forward_stage(int slot, const float* params, const int32_t* inputs,
+                      const int32_t* targets, float fused_dloss);
+  // Backward of the micro-batch in `slot`. A stage other than the last first needs the gradient
+  // of its output in residual_grad(); afterwards residual_grad() holds the gradient of its input.
+  void backward_stage(int slot, float* grads, const float* params, const int32_t* inputs,
+                      const int32_t* targets, float dloss,
+                      const std::function<void(size_t, size_t)>& on_ready = {});
+  float* stage_input(int slot) { return slots_[slot].input; }
+  const float* stage_output(int slot) const;
+  float* residual_grad() { return dresidual_; }
+
+  const float* logits() const { return slots_[0].logits; }  // (B,T,Vp/T) of slot 0
+  const float* losses() const { return slots_[0].losses; }  // (B*T) of slot 0
 
  private:
   struct LayerActs {
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *attproj, *residual2;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *residual3;
   };
+  struct Slot {
+    float* input = nullptr;  // embedding output on the first stage, else the received stream
+    std::vector<LayerActs> layers;
+    float *lnf = nullptr, *lnf_mean = nullptr, *lnf_rstd = nullptr;
+    float *logits = nullptr, *losses = nullptr;
+    float* ce_stats = nullptr;  // vocabulary-parallel: row max, exp-sum, target logit (3N)
+    bool have_probs = false;
+    float fused_dloss = 0.0f;  // != 0: logits already holds the logits' gradient
+  };
+  void tp_sum(float* data, size_t n);
+  void block_forward(Slot& s, int l, const float* params, const float* x);
+  void block_backward(Slot& s, int l, float* grads, const float* params, const float* x);
+  void loss_forward(Slot& s, const int32_t* targets, float fused_dloss);
+  void logits_backward(Slot& s, const int32_t* targets, float dloss);
+
   const ParameterLayout& layout_;
   GPT2Shape shape_;
   int B_, T_;
+  TensorGroup* tp_;
+  int tensors_;  // tensor-parallel degree
+  size_t wte_ = 0, wpe_ = 0, lnfw_ = 0, lnfb_ = 0;  // offsets in the flat buffer
   std::vector<float> arena_;
-  float* encoded_ = nullptr;
-  std::vector<LayerActs> layers_;
-  float *lnf_ = nullptr, *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr;
-  float *logits_ = nullptr, *losses_ = nullptr;
-  // gradient scratch, reused by every layer
+  std::vector<Slot> slots_;
+  // gradient scratch, reused by every layer and slot
   float *dresidual_ = nullptr, *dln_ = nullptr, *dqkv_ = nullptr, *datty_ = nullptr,
         *datt_ = nullptr, *dfch_ = nullptr, *dfch_gelu_ = nullptr;
-  bool have_probs_ = false;
-  float fused_dloss_ = 0.0f;  // != 0: logits_ already holds the logits' gradient
 };
 
 }  // namespace sg

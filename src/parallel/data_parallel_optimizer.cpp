@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/grad_norm.h"
+#include "parallel/tensor_group.h"
 #include "util/error.h"
 
 namespace sg {
@@ -24,15 +25,31 @@ size_t shard_begin(int zero, size_t shard_size, int rank) {
 }  // namespace
 
 DataParallelOptimizer::DataParallelOptimizer(const ParameterLayout& layout, const OptimSpec& spec,
-                                             int zero, Communicator& group)
+                                             int zero, Communicator& group,
+                                             Communicator* model_group)
     : layout_(layout),
       zero_(zero),
       group_(group),
+      model_group_(model_group),
+      norm_ranges_(owned_ranges(layout)),
       shard_size_(shard_size_for(layout.total(), zero, group.size())),
       adamw_(layout, spec, shard_begin(zero, shard_size_, group.rank()),
              shard_begin(zero, shard_size_, group.rank()) + shard_size_) {
   if (zero < 0 || zero > 2) throw SpecError("parallel.zero must be 0, 1 or 2");
   if (zero == 2) shard_scratch_.resize(shard_size_);
+}
+
+double DataParallelOptimizer::sum_of_squares(const float* grads, size_t begin, size_t end) const {
+  double sum = 0;
+  for (const auto& [b, e] : norm_ranges_) {
+    const size_t lo = std::max(b, begin), hi = std::min(e, end);
+    if (lo < hi) sum += cpu::sum_of_squares(grads + lo, static_cast<long>(hi - lo));
+  }
+  return sum;
+}
+
+double DataParallelOptimizer::over_model(double sum_squares) {
+  return model_group_ != nullptr ? ordered_sum(sum_squares, *model_group_) : sum_squares;
 }
 
 float DataParallelOptimizer::step(float* params, float* grads, double lr, int step) {
@@ -44,18 +61,16 @@ float DataParallelOptimizer::step(float* params, float* grads, double lr, int st
     group_.all_reduce_sum(grads, zero_ == 0 ? layout_.total() : padded_size());
   }
   // Global norm: this process's range, then the sum over the group's ranges.
-  const long owned = static_cast<long>(adamw_.end() - adamw_.begin());
-  double sum_squares = cpu::sum_of_squares(grads + adamw_.begin(), owned);
+  double sum_squares = sum_of_squares(grads, adamw_.begin(), adamw_.end());
   if (zero_ > 0) group_.all_reduce_sum(&sum_squares, 1);
-  const double norm = std::sqrt(sum_squares);
+  const double norm = std::sqrt(over_model(sum_squares));
   adamw_.update_range(params, grads, norm, lr, step);
   if (zero_ > 0 && group_.size() > 1) group_.all_gather_in_place(params, shard_size_);
   return static_cast<float>(norm);
 }
 
 float DataParallelOptimizer::step_reduced(float* params, float* grads, double lr, int step) {
-  const double norm =
-      std::sqrt(cpu::sum_of_squares(grads, static_cast<long>(layout_.total())));
+  const double norm = std::sqrt(over_model(sum_of_squares(grads, 0, layout_.total())));
   adamw_.update_range(params, grads, norm, lr, step);
   if (zero_ > 0 && group_.size() > 1) group_.all_gather_in_place(params, shard_size_);
   return static_cast<float>(norm);

@@ -7,6 +7,9 @@
 //   zero 2: as 1, but the gradients are reduce-scattered, so each process receives only the
 //           summed gradient of its own shard (half the traffic of an all-reduce).
 // Buffers are padded to a multiple of the group size so shards are equal.
+// Under tensor and pipeline parallelism the layout is this process's shard and `group` the
+// processes holding the same shard; the gradient norm then also sums over `model_group` (the
+// shards of one replica), counting each element once (owned_ranges in parameter_layout.h).
 #include <cstddef>
 #include <vector>
 
@@ -20,7 +23,7 @@ namespace sg {
 class DataParallelOptimizer {
  public:
   DataParallelOptimizer(const ParameterLayout& layout, const OptimSpec& spec, int zero,
-                        Communicator& group);
+                        Communicator& group, Communicator* model_group = nullptr);
 
   // Floats the parameter and gradient buffers must hold (>= layout.total()).
   size_t padded_size() const {
@@ -46,9 +49,14 @@ class DataParallelOptimizer {
   size_t optimizer_state_bytes() const { return 2 * sizeof(float) * (adamw_.end() - adamw_.begin()); }
 
  private:
+  // Sum of squares of grads over the owned ranges within [begin, end), in a fixed order.
+  double sum_of_squares(const float* grads, size_t begin, size_t end) const;
+  double over_model(double sum_squares);
   const ParameterLayout& layout_;
   int zero_;
   Communicator& group_;
+  Communicator* model_group_;
+  std::vector<std::pair<size_t, size_t>> norm_ranges_;
   size_t shard_size_;
   AdamWOptimizer adamw_;
   std::vector<float> shard_scratch_;

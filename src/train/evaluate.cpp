@@ -21,4 +21,15 @@ float evaluate_validation(GPT2& model, const float* params, const TokenSource& v
   return static_cast<float>(sum / eval_steps);
 }
 
+float evaluate_validation(PipelineRunner& runner, int B, int T, const float* params,
+                          const TokenSource& val, const SequenceSampler& sampler, int eval_steps,
+                          Communicator& model_group, bool holds_loss) {
+  double sum = runner.forward_only(params, eval_steps, [&](int i, int32_t* in, int32_t* tgt) {
+    fill_batch(in, tgt, val, sampler, static_cast<uint64_t>(i) * B, B, T);
+  });
+  if (!holds_loss) sum = 0;
+  model_group.all_reduce_sum(&sum, 1);  // one non-zero term: exact
+  return static_cast<float>(sum / eval_steps);
+}
+
 }  // namespace sg

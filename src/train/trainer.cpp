@@ -23,6 +23,9 @@
 #include "optim/lr_schedule.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/deterministic_reduce.h"
+#include "parallel/pipeline_schedule.h"
+#include "parallel/process_mesh.h"
+#include "parallel/tensor_group.h"
 #include "train/evaluate.h"
 #include "train/flops.h"
 #include "train/metrics_log.h"
@@ -128,12 +131,6 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     throw RunError("devices.backend '" + spec.devices.backend +
                    "' has no training loop yet in this version; use devices.backend: cpu");
   }
-  if (spec.parallel.tensor != 1 || spec.parallel.pipeline != 1) {
-    throw SpecError(spec.source +
-                    ": tensor and pipeline parallelism are not implemented yet; set "
-                    "parallel.tensor and parallel.pipeline to 1 (parallel.data may be any "
-                    "multiple of devices.processes that divides the batch)");
-  }
   if (world.size() != spec.devices.processes) {
     throw SpecError(fmt::format("{}: the job asks for devices.processes {} but runs on {} "
                                 "process(es); launch it with mpirun -np {} or set "
@@ -162,8 +159,16 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
   const SequenceSampler train_sampler(data.train->size(), T, spec.seed);
   const SequenceSampler val_sampler = make_validation_sampler(spec, *data.val);
 
-  const ParameterLayout layout(gpt2_shape_of(spec));
-  DataParallelOptimizer optimizer(layout, spec.optim, spec.parallel.zero, world);
+  // This process's place in the virtual mesh: its shard of the model (tensor rank, pipeline
+  // stage) and its block of data-parallel replicas.
+  const ProcessMesh mesh = make_process_mesh(spec, world);
+  Communicator& data_group = *mesh.data_group;
+  const bool deterministic = spec.train.deterministic;
+  TensorGroup tensor_group(*mesh.tensor_group, deterministic);
+  const ParameterLayout whole_layout(gpt2_shape_of(spec));
+  const ParameterLayout layout(gpt2_shape_of(spec), mesh.shard());
+  DataParallelOptimizer optimizer(layout, spec.optim, spec.parallel.zero, data_group,
+                                  layout.sharded() ? mesh.model_group.get() : nullptr);
   std::vector<float> params(optimizer.padded_size(), 0.0f), grads(optimizer.padded_size(), 0.0f);
   init_gpt2_parameters(params.data(), layout, spec.model.init_std, spec.seed);
 
@@ -171,8 +176,20 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
   state.seed = spec.seed;
   const auto resume_path = choose_resume_checkpoint(spec, checkpoints_dir, world);
   if (resume_path) {
-    std::vector<float> m(layout.total()), v(layout.total());
-    state = load_training_checkpoint(*resume_path, layout, params.data(), m.data(), v.data());
+    // Checkpoints hold whole tensors: each process takes its shard, whatever mesh wrote them.
+    std::vector<float> m(whole_layout.total()), v(whole_layout.total());
+    if (layout.sharded()) {
+      std::vector<float> whole(whole_layout.total());
+      state = load_training_checkpoint(*resume_path, whole_layout, whole.data(), m.data(), v.data());
+      slice_from_global(layout, whole.data(), params.data());
+      std::vector<float> local_m(layout.total()), local_v(layout.total());
+      slice_from_global(layout, m.data(), local_m.data());
+      slice_from_global(layout, v.data(), local_v.data());
+      m.swap(local_m);
+      v.swap(local_v);
+    } else {
+      state = load_training_checkpoint(*resume_path, layout, params.data(), m.data(), v.data());
+    }
     optimizer.load_moments(m.data(), v.data());
     if (state.seed != spec.seed) {
       throw RunError(*resume_path + ": checkpoint was written with seed " +
@@ -188,8 +205,11 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
                                 : total_steps;
   std::optional<MetricsLog> log;
   if (root) log.emplace(run_dir, state.step, total_steps);
-  GPT2 model(layout, micro_batch, T);
-  std::vector<int32_t> inputs(static_cast<size_t>(micro_batch) * T), targets(inputs.size());
+  const int accum = spec.grad_accum_steps();  // micro-batches per replica and step
+  GPT2 model(layout, micro_batch, T,
+             pipeline_slots(spec.parallel.schedule, mesh.stage, mesh.stages, accum),
+             &tensor_group);
+  PipelineRunner runner(model, *mesh.pipeline_group, spec.parallel.schedule, accum);
 
   const double flops_per_step = training_flops_per_token(layout, T) *
                                 static_cast<double>(spec.train.global_batch) * T / world.size();
@@ -202,42 +222,49 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
   result.best_possible_val_loss = best;
   if (!options.quiet) {
     log->log_message(fmt::format(
-        "{}: {} parameters, {} on {} process(es) x {} thread(s), {} steps of {} sequences x {} "
-        "tokens{}",
+        "{}: {} parameters, {} on {} process(es) x {} thread(s) (mesh data {} x tensor {} x "
+        "pipeline {}), {} steps of {} sequences x {} tokens{}",
         spec.name, layout.real_parameter_count(), data.description, world.size(), threads,
+        spec.parallel.data, spec.parallel.tensor, spec.parallel.pipeline,
         total_steps,
         spec.train.global_batch, T,
         resume_path ? fmt::format(", resumed from {} at step {}", *resume_path, state.step)
                     : std::string()));
   }
-  if (root && state.step == 0 && spec.eval.steps > 0) {
-    const float v = evaluate_validation(model, params.data(), *data.val, val_sampler,
-                                          spec.eval.steps);
+  // Validation runs on the shards of replica block 0 (world rank 0 among them), the others go on.
+  const auto validate = [&]() {
+    return evaluate_validation(runner, micro_batch, T, params.data(), *data.val, val_sampler,
+                               spec.eval.steps, *mesh.model_group, mesh.reports_loss());
+  };
+  if (mesh.data == 0 && state.step == 0 && spec.eval.steps > 0) {
+    const float v = validate();
     result.first_val_loss = v;
-    log->log_eval(0, v, best.value_or(-1));
+    if (root) log->log_eval(0, v, best.value_or(-1));
   }
 
   const int replicas = spec.parallel.data;
-  const int local_replicas = replicas / world.size();
-  const int first_replica = world.rank() * local_replicas;
+  const int local_replicas = replicas / mesh.data_processes;
+  const int first_replica = mesh.data * local_replicas;
   const int per_replica = spec.global_batch_per_replica();
-  const int accum = spec.grad_accum_steps();
   const float dloss = 1.0f / (static_cast<float>(spec.train.global_batch) * T);
-  const bool deterministic = spec.train.deterministic;
-  if (deterministic && (!is_power_of_two(local_replicas) || !is_power_of_two(world.size()))) {
+  if (deterministic &&
+      (!is_power_of_two(local_replicas) || !is_power_of_two(mesh.data_processes))) {
     throw SpecError(fmt::format(
         "{}: train.deterministic sums replicas in a fixed binary tree, so the data-parallel "
         "processes ({}) and the replicas per process ({}) must be powers of two",
-        spec.source, world.size(), local_replicas));
+        spec.source, mesh.data_processes, local_replicas));
   }
   // Bucketed all-reduce overlapped with the last backward: data parallelism over several
-  // processes, outside deterministic mode, and not under ZeRO-2 (which reduce-scatters).
-  const bool bucketed = world.size() > 1 && !deterministic && spec.parallel.zero < 2;
+  // processes, outside deterministic mode, not under ZeRO-2 (which reduce-scatters) and with
+  // one pipeline stage (the tied embedding's gradient is completed between stages first).
+  const bool bucketed =
+      data_group.size() > 1 && !deterministic && spec.parallel.zero < 2 && mesh.stages == 1;
   ReplicaTreeSum tree_sum(deterministic ? grads.size() : 0);
-  std::vector<float> replica_grads(deterministic ? grads.size() : 0), tree_scratch;
+  std::vector<float> replica_grads(deterministic ? grads.size() : 0), tree_scratch, tied_scratch;
   std::vector<double> replica_losses(deterministic ? static_cast<size_t>(replicas) : 0);
 
   std::vector<float> moments_m, moments_v;  // gathered for checkpoints
+  std::vector<float> whole_params, whole_m, whole_v;  // assembled from the shards
   while (state.step < last_step) {
     const auto t0 = std::chrono::steady_clock::now();
     const int64_t step = state.step;  // 0-based index of this step
@@ -254,25 +281,24 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     for (int r = first_replica; r < first_replica + local_replicas; ++r) {
       float* target_grads = deterministic ? replica_grads.data() : grads.data();
       if (deterministic) std::memset(target_grads, 0, replica_grads.size() * sizeof(float));
-      double replica_loss = 0;
-      for (int a = 0; a < accum; ++a) {
+      // The replica's micro-batches through this process's pipeline stage.
+      const auto fill = [&](int a, int32_t* in, int32_t* tgt) {
         const uint64_t first = state.train_sequences + static_cast<uint64_t>(r) * per_replica +
                                static_cast<uint64_t>(a) * micro_batch;
-        fill_batch(inputs.data(), targets.data(), *data.train, train_sampler, first, micro_batch, T);
-        replica_loss += model.forward(params.data(), inputs.data(), targets.data(), dloss);
-        // The last backward of this process's step: each range of gradients starts its
-        // reduction over the processes as soon as backward has finished it ("buckets").
-        const bool last = r == first_replica + local_replicas - 1 && a == accum - 1;
-        if (last && bucketed) {
-          model.backward(target_grads, params.data(), inputs.data(), targets.data(), dloss,
-                         [&](size_t begin, size_t end) {
-                           world.start_all_reduce_sum(grads.data() + begin, end - begin);
-                           world.progress();
-                         });
-        } else {
-          model.backward(target_grads, params.data(), inputs.data(), targets.data(), dloss);
-        }
+        fill_batch(in, tgt, *data.train, train_sampler, first, micro_batch, T);
+      };
+      // The last backward of this process's step: each range of gradients starts its
+      // reduction over the processes as soon as backward has finished it ("buckets").
+      const bool last = r == first_replica + local_replicas - 1;
+      PipelineRunner::OnReady on_ready;
+      if (last && bucketed) {
+        on_ready = [&](size_t begin, size_t end) {
+          data_group.start_all_reduce_sum(grads.data() + begin, end - begin);
+          data_group.progress();
+        };
       }
+      double replica_loss = runner.train(params.data(), target_grads, dloss, fill, on_ready);
+      if (!mesh.reports_loss()) replica_loss = 0;
       if (deterministic) {
         tree_sum.add(target_grads);
         replica_losses[static_cast<size_t>(r)] = replica_loss;
@@ -282,7 +308,7 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     }
     if (deterministic) {
       std::memcpy(grads.data(), tree_sum.result(), grads.size() * sizeof(float));
-      tree_all_reduce(grads.data(), grads.size(), world, tree_scratch);
+      tree_all_reduce(grads.data(), grads.size(), data_group, tree_scratch);
       // One slot per replica, zero elsewhere: the MPI sum is exact, then a fixed-order sum.
       if (world.size() > 1) world.all_reduce_sum(replica_losses.data(), replica_losses.size());
       for (double l : replica_losses) loss_sum += l;
@@ -294,7 +320,8 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     // 1/(global batch) factor, so the sum is the gradient of the mean loss); losses likewise.
     if (world.size() > 1 && !deterministic) world.all_reduce_sum(&loss_sum, 1);
     const double loss = loss_sum / (static_cast<double>(replicas) * accum);
-    if (bucketed) world.wait_all();
+    if (bucketed) data_group.wait_all();
+    sum_tied_embedding_grads(layout, grads.data(), *mesh.pipeline_group, tied_scratch);
     const float norm =
         deterministic || bucketed
             ? optimizer.step_reduced(params.data(), grads.data(), lr, static_cast<int>(step + 1))
@@ -323,20 +350,31 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
       const bool print = !options.quiet && (state.step % spec.log.every == 0 ||
                                             state.step == last_step || state.step == 1);
       log->log_step(m, print);
-      if (spec.eval.steps > 0 && due(state.step, spec.eval.every, last_step)) {
-        const float v = evaluate_validation(model, params.data(), *data.val, val_sampler,
-                                            spec.eval.steps);
-        result.last_val_loss = v;
-        log->log_eval(state.step, v, best.value_or(-1));
-      }
+    }
+    if (mesh.data == 0 && spec.eval.steps > 0 && due(state.step, spec.eval.every, last_step)) {
+      const float v = validate();
+      result.last_val_loss = v;
+      if (root) log->log_eval(state.step, v, best.value_or(-1));
     }
     if (due(state.step, spec.checkpoint.every, last_step)) {
-      // Collective under ZeRO: every process contributes its shard of the moments.
+      // Collective under ZeRO: every process contributes its shard of the moments. The
+      // checkpoint holds whole tensors, assembled from the shards of replica block 0.
       optimizer.gather_moments(moments_m, moments_v);
-      if (root) {
-        const std::string path = save_training_checkpoint(
-            checkpoints_dir, spec, layout, params.data(), moments_m.data(), moments_v.data(), state);
-        if (!options.quiet) log->log_message("saved checkpoint " + path);
+      if (mesh.data == 0) {
+        const float *p = params.data(), *mm = moments_m.data(), *vv = moments_v.data();
+        if (layout.sharded()) {
+          gather_whole_model(layout, params.data(), whole_params, *mesh.model_group);
+          gather_whole_model(layout, moments_m.data(), whole_m, *mesh.model_group);
+          gather_whole_model(layout, moments_v.data(), whole_v, *mesh.model_group);
+          p = whole_params.data();
+          mm = whole_m.data();
+          vv = whole_v.data();
+        }
+        if (root) {
+          const std::string path =
+              save_training_checkpoint(checkpoints_dir, spec, whole_layout, p, mm, vv, state);
+          if (!options.quiet) log->log_message("saved checkpoint " + path);
+        }
       }
     }
   }

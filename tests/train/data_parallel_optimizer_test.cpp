@@ -16,15 +16,18 @@ class FourRanks final : public sg::Communicator {
   int size() const override { return 4; }
   void all_reduce_sum(float*, size_t) override { fail(); }
   void all_reduce_sum(double*, size_t) override { fail(); }
+  void all_reduce_max(float*, size_t) override { fail(); }
   void start_all_reduce_sum(float*, size_t) override { fail(); }
   void progress() override {}
   void wait_all() override {}
   void reduce_scatter_sum(float*, const float*, size_t) override { fail(); }
   void all_gather(float*, const float*, size_t) override { fail(); }
+  void all_gather(double*, const double*, size_t) override { fail(); }
   void all_gather_in_place(float*, size_t) override { fail(); }
   void broadcast(void*, size_t, int) override { fail(); }
   void send(const void*, size_t, int, int) override { fail(); }
   void recv(void*, size_t, int, int) override { fail(); }
+  void start_send(const void*, size_t, int, int) override { fail(); }
   void barrier() override { fail(); }
   std::unique_ptr<sg::Communicator> split(int, int) override { fail(); }
 

@@ -1,0 +1,38 @@
+#pragma once
+// Where this process sits in the virtual mesh data x tensor x pipeline (DESIGN §3) and the
+// communicators of its groups, all splits of the world. Process p has tensor rank p % T,
+// pipeline stage (p / T) % S and data index p / (T*S) (the order `plan` prints); the data index
+// picks which block of virtual data-parallel replicas it runs.
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "config/job_spec.h"
+#include "model/parameter_layout.h"
+
+namespace sg {
+
+struct ProcessMesh {
+  int tensor = 0, stage = 0, data = 0;          // this process's coordinates
+  int tensors = 1, stages = 1, data_processes = 1;
+  std::unique_ptr<Communicator> data_group;      // same (tensor, stage): gradient reduction, ZeRO
+  std::unique_ptr<Communicator> model_group;     // same data index: the shards of one replica
+  std::unique_ptr<Communicator> tensor_group;    // same data index and stage
+  std::unique_ptr<Communicator> pipeline_group;  // same data index and tensor rank; rank = stage
+
+  ModelShard shard() const { return {tensor, tensors, stage, stages}; }
+  // The one shard of a replica that holds the loss (all tensor ranks of the last stage compute
+  // it; rank 0 reports it).
+  bool reports_loss() const { return tensor == 0 && stage == stages - 1; }
+};
+
+// Collective over world.
+ProcessMesh make_process_mesh(const JobSpec& spec, Communicator& world);
+
+// The whole model (unsharded layout) from the shards of one replica: collective over
+// model_group; `whole` is resized to the whole model's size and is complete on every member.
+// Exact: each element comes from one shard and the others add -0.0f.
+void gather_whole_model(const ParameterLayout& layout, const float* local, std::vector<float>& whole,
+                        Communicator& model_group);
+
+}  // namespace sg

@@ -1,0 +1,143 @@
+// Shards of the GPT-2 layout for tensor and pipeline parallelism: which parts of which whole
+// tensors a (tensor rank, stage) holds, and that slicing, initialisation, checkpoint assembly
+// and the gradient-norm ranges agree with the whole model element for element.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "model/parameter_layout.h"
+
+namespace {
+
+const sg::GPT2Shape kShape{3, 4, 32, 16, 200, 256};
+
+std::vector<sg::ModelShard> all_shards(int T, int S) {
+  std::vector<sg::ModelShard> out;
+  for (int s = 0; s < S; ++s) {
+    for (int t = 0; t < T; ++t) out.push_back({t, T, s, S});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("stages split the blocks evenly and in order") {
+  for (int layers : {1, 3, 7, 12}) {
+    for (int stages = 1; stages <= layers; ++stages) {
+      int next = 0, smallest = layers, largest = 0;
+      for (int s = 0; s < stages; ++s) {
+        const auto [first, count] = sg::stage_layers(layers, s, stages);
+        CHECK(first == next);
+        next = first + count;
+        smallest = std::min(smallest, count);
+        largest = std::max(largest, count);
+      }
+      CHECK(next == layers);
+      CHECK(smallest >= 1);
+      CHECK(largest - smallest <= 1);
+    }
+  }
+}
+
+TEST_CASE("a shard holds its stage's tensors with Megatron's split shapes") {
+  const sg::ParameterLayout first(kShape, {1, 2, 0, 2});
+  const sg::ParameterLayout last(kShape, {1, 2, 1, 2});
+  CHECK(first.has_embedding());
+  CHECK_FALSE(first.has_head());
+  CHECK(first.layers() == 1);
+  CHECK(last.first_layer() == 1);
+  CHECK(last.layers() == 2);
+  CHECK(first.find("wte").shape == std::vector<int64_t>{128, 32});
+  CHECK(first.find("h.0.attn.c_attn.weight").shape == std::vector<int64_t>{48, 32});
+  CHECK(first.find("h.0.attn.c_attn.bias").shape == std::vector<int64_t>{48});
+  CHECK(first.find("h.0.attn.c_proj.weight").shape == std::vector<int64_t>{32, 16});
+  CHECK(first.find("h.0.attn.c_proj.bias").shape == std::vector<int64_t>{32});
+  CHECK(first.find("h.0.mlp.c_fc.weight").shape == std::vector<int64_t>{64, 32});
+  CHECK(first.find("h.0.mlp.c_proj.weight").shape == std::vector<int64_t>{32, 64});
+  CHECK(first.find_if("h.1.ln_1.weight") == nullptr);
+  CHECK(first.find_if("ln_f.weight") == nullptr);
+  // The last stage: its blocks, ln_f, then its own copy of wte for the tied head.
+  CHECK(last.find_if("wpe") == nullptr);
+  CHECK(last.tensors().back().name == "wte");
+  CHECK(last.tensors().back().tied_copy);
+  CHECK(last.vocab_begin() == 128);
+  CHECK(last.local_heads() == 2);
+  // The whole model is the unsplit layout, in its usual order.
+  const sg::ParameterLayout whole(kShape, {});
+  CHECK_FALSE(whole.sharded());
+  CHECK(whole.tensors().front().name == "wte");
+  CHECK(whole.tensors().back().name == "ln_f.bias");
+  CHECK(whole.total() == sg::ParameterLayout(kShape).total());
+}
+
+TEST_CASE("column-parallel c_attn takes the q, k and v rows of this rank's heads") {
+  const sg::ParameterLayout whole(kShape);
+  std::vector<float> global(whole.total());
+  for (size_t i = 0; i < global.size(); ++i) global[i] = static_cast<float>(i);
+  const sg::ParameterLayout shard(kShape, {1, 2, 0, 1});
+  std::vector<float> local(shard.total());
+  sg::slice_from_global(shard, global.data(), local.data());
+  const auto& gw = whole.find("h.0.attn.c_attn.weight");
+  const auto& lw = shard.find("h.0.attn.c_attn.weight");
+  const size_t C = 32, half = 16;
+  for (size_t part = 0; part < 3; ++part) {  // q, k, v
+    for (size_t row = 0; row < half; ++row) {
+      const size_t global_row = part * C + half + row;  // rank 1: the second half of each
+      CHECK(local[lw.offset + (part * half + row) * C] == global[gw.offset + global_row * C]);
+    }
+  }
+  // Row-parallel c_proj: columns [16, 32) of every row.
+  const auto& gp = whole.find("h.0.attn.c_proj.weight");
+  const auto& lp = shard.find("h.0.attn.c_proj.weight");
+  for (size_t row = 0; row < C; ++row) {
+    CHECK(local[lp.offset + row * half] == global[gp.offset + row * C + half]);
+    CHECK(local[lp.offset + row * half + half - 1] == global[gp.offset + row * C + C - 1]);
+  }
+  // Vocabulary rows [128, 256) of wte.
+  CHECK(local[shard.find("wte").offset] == global[whole.find("wte").offset + 128 * C]);
+}
+
+TEST_CASE("shards: init, slicing, assembly and norm ranges agree with the whole model") {
+  const sg::ParameterLayout whole(kShape);
+  std::vector<float> whole_init(whole.total());
+  sg::init_gpt2_parameters(whole_init.data(), whole, 0.02f, 1234);
+  double whole_squares = 0;
+  for (float x : whole_init) whole_squares += static_cast<double>(x) * x;
+  for (int T : {1, 2, 4}) {
+    for (int S : {1, 2, 3}) {
+      CAPTURE(T);
+      CAPTURE(S);
+      std::vector<float> assembled(whole.total(), -0.0f);
+      std::vector<int> writes(whole.total(), 0);
+      double shard_squares = 0;
+      for (const auto& shard : all_shards(T, S)) {
+        const sg::ParameterLayout layout(kShape, shard);
+        std::vector<float> init(layout.total()), sliced(layout.total());
+        sg::init_gpt2_parameters(init.data(), layout, 0.02f, 1234);
+        sg::slice_from_global(layout, whole_init.data(), sliced.data());
+        CHECK(init == sliced);  // a shard initialises to exactly its slice
+        std::vector<float> mine(whole.total(), -0.0f);
+        sg::write_owned_to_global(layout, init.data(), mine.data());
+        std::vector<float> marker(whole.total(), 0.0f), ones(layout.total(), 1.0f);
+        sg::write_owned_to_global(layout, ones.data(), marker.data());
+        for (size_t i = 0; i < whole.total(); ++i) {
+          assembled[i] += mine[i];
+          writes[i] += marker[i] != 0.0f;
+        }
+        for (const auto& [b, e] : sg::owned_ranges(layout)) {
+          for (size_t i = b; i < e; ++i) shard_squares += static_cast<double>(init[i]) * init[i];
+        }
+      }
+      CHECK(assembled == whole_init);  // exact: one owner per element, -0 elsewhere
+      int missing = 0, doubled = 0;
+      for (int w : writes) {
+        missing += w == 0;
+        doubled += w > 1;
+      }
+      CHECK(missing == 0);
+      CHECK(doubled == 0);
+      CHECK(shard_squares == doctest::Approx(whole_squares).epsilon(1e-12));
+    }
+  }
+}
