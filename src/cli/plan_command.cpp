@@ -34,7 +34,6 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
   const int T = spec.seq_len();
   const double flops_token = training_flops_per_token(layout, T);
   const double tokens_step = static_cast<double>(spec.train.global_batch) * T;
-  const double n = static_cast<double>(layout.total());
 
   fmt::print("# plan\n");
   fmt::print("parameters:        {} ({} with the vocabulary padded to {})\n",
@@ -67,26 +66,38 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
              spec.grad_accum_steps(), spec.train.global_batch, spec.parallel.data,
              spec.train.micro_batch, spec.grad_accum_steps());
 
-  // Per process: the model is split over tensor x pipeline; ZeRO-1 divides the optimizer state
-  // over the data-parallel processes, ZeRO-2 the gradients too.
-  const double model_share = n / mesh_per_process;
-  const double params_bytes = 4 * model_share;
-  // ZeRO-2 reduce-scatters the gradients (each process receives 1/data_processes of the sum), but
-  // the CPU backend still accumulates micro-steps into a full-size buffer, so it is counted whole.
-  const double grads_bytes = 4 * model_share;
-  const double optimizer_bytes = 8 * model_share / (spec.parallel.zero >= 1 ? data_processes : 1);
-  // Activations: the largest stage's shard, with the micro-batches its schedule keeps in flight.
-  double activation_bytes = 0;
+  if (pipeline > 1) {
+    // Each replica's micro-batches fill the pipeline: S-1 of every M+S-1 slots are idle.
+    const int M = spec.grad_accum_steps();
+    fmt::print("pipeline:          {} stages, {} schedule, {} micro-batches per replica: bubble "
+               "{:.0f}% of each stage's time{}\n",
+               pipeline, spec.parallel.schedule, M,
+               100.0 * (pipeline - 1) / (M + pipeline - 1),
+               M < pipeline ? " (raise train.global_batch or lower train.micro_batch or "
+                              "parallel.data for more micro-batches)"
+                            : "");
+  }
+
+  // Per process: the largest shard of the model (the first and last stages also hold wte);
+  // ZeRO-1 divides the optimizer state over the data-parallel processes.
+  double model_share = 0, activation_bytes = 0;
   for (int stage = 0; stage < pipeline; ++stage) {
     const ParameterLayout shard(shape, ModelShard{0, tensor, stage, pipeline});
+    model_share = std::max(model_share, static_cast<double>(shard.total()));
+    // Activations with the micro-batches the stage's schedule keeps in flight.
     const int slots = pipeline_slots(spec.parallel.schedule, stage, pipeline,
                                      spec.grad_accum_steps());
     activation_bytes = std::max(
         activation_bytes,
         4.0 * static_cast<double>(gpt2_activation_floats(shard, spec.train.micro_batch, T, slots)));
   }
+  const double params_bytes = 4 * model_share;
+  // ZeRO-2 reduce-scatters the gradients (each process receives 1/data_processes of the sum), but
+  // the CPU backend still accumulates micro-steps into a full-size buffer, so it is counted whole.
+  const double grads_bytes = 4 * model_share;
+  const double optimizer_bytes = 8 * model_share / (spec.parallel.zero >= 1 ? data_processes : 1);
   fmt::print("memory per process (fp32{}):\n",
-             mesh_per_process > 1 ? ", model split evenly over tensor x pipeline" : "");
+             mesh_per_process > 1 ? ", the largest tensor x pipeline shard" : "");
   fmt::print("  parameters       {}\n", human_bytes(params_bytes));
   fmt::print("  gradients        {}{}\n", human_bytes(grads_bytes),
              spec.parallel.zero >= 2
