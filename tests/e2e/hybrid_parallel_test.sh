@@ -42,7 +42,7 @@ worst_relative() {  # worst relative difference of two runs' per-step losses
 run() {
   local name=$1 d=$2 t=$3 p=$4 n=$5
   shift 5
-  timeout 300 "$bin" train tiny.yaml --set log.dir="$name" --set parallel.data="$d" \
+  timeout 120 "$bin" train tiny.yaml --set log.dir="$name" --set parallel.data="$d" \
     --set parallel.tensor="$t" --set parallel.pipeline="$p" --set devices.processes="$n" "$@" \
     > "$name.log" 2>&1 || fail "$name: exit $?: $(tail -2 "$name.log")"
 }
@@ -79,6 +79,14 @@ for pair in "g-1-1-2 m-1-1-2-on-2" "g-2-2-2 m-2-2-2-on-8" "g-1-1-3 m-1-1-3-on-3"
   run "$1" "$d" "$t" "$p" $((d * t * p)) --set parallel.schedule=gpipe
   same_bits "$1" "$2" && echo "gpipe == 1f1b bitwise: $2" || fail "gpipe differs from 1f1b: $1 vs $2"
 done
+
+# Boundary activations of 16 KiB (above MPI's eager limit): neighbours sending to each other at
+# once must not deadlock (1f1b stage 0 sends forward while stage 1 sends backward).
+check
+run big-1f1b 1 1 2 2 --set model.n_embd=64 --set train.micro_batch=4
+run big-gpipe 1 1 2 2 --set model.n_embd=64 --set train.micro_batch=4 --set parallel.schedule=gpipe
+same_bits big-1f1b big-gpipe && echo "16 KiB activations: 1f1b == gpipe, no deadlock" ||
+  fail "large activations: 1f1b and gpipe differ or failed"
 
 # --- Deterministic mode: the same mesh on 4, 8 and 16 processes -----------------------------
 check
