@@ -69,6 +69,13 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
   if (pipeline > 1) {
     // Each replica's micro-batches fill the pipeline: S-1 of every M+S-1 slots are idle.
     const int M = spec.grad_accum_steps();
+    std::string blocks;
+    for (int stage = 0; stage < pipeline; ++stage) {
+      const auto [first, count] = stage_layers(shape, stage, pipeline);
+      blocks += fmt::format("{}{}-{}", stage == 0 ? "" : " | ", first, first + count - 1);
+    }
+    fmt::print("pipeline stages:   blocks {} (+ LM head, worth {:.1f} blocks, on the last)\n",
+               blocks, head_cost_in_blocks(shape));
     fmt::print("pipeline:          {} stages, {} schedule, {} micro-batches per replica: bubble "
                "{:.0f}% of each stage's time{}\n",
                pipeline, spec.parallel.schedule, M,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "util/error.h"
 #include "util/rng.h"
@@ -57,10 +58,46 @@ std::vector<int64_t> local_shape(std::vector<int64_t> dims, TensorSplit split, i
 
 }  // namespace
 
-std::pair<int, int> stage_layers(int n_layer, int stage, int stages) {
-  const int first = static_cast<int>(static_cast<int64_t>(n_layer) * stage / stages);
-  const int next = static_cast<int>(static_cast<int64_t>(n_layer) * (stage + 1) / stages);
-  return {first, next - first};
+std::vector<int> balance_stages(int n_layer, double head_cost, int stages) {
+  // best[s][l]: least sum of squares placing blocks [0, l) on stages [0, s); cut[s][l] the start
+  // of stage s-1 in that placement. O(stages * n_layer^2), trivial for real models.
+  const double kInf = std::numeric_limits<double>::infinity();
+  const size_t L = static_cast<size_t>(n_layer), S = static_cast<size_t>(stages);
+  std::vector<std::vector<double>> best(S + 1, std::vector<double>(L + 1, kInf));
+  std::vector<std::vector<int>> cut(S + 1, std::vector<int>(L + 1, 0));
+  best[0][0] = 0;
+  for (size_t s = 1; s <= S; ++s) {
+    for (size_t l = s; l <= L; ++l) {
+      for (size_t from = s - 1; from < l; ++from) {  // stage s-1 runs blocks [from, l)
+        if (best[s - 1][from] == kInf) continue;
+        double cost = static_cast<double>(l - from);
+        if (s == S) cost += head_cost;
+        const double total = best[s - 1][from] + cost * cost;
+        if (total < best[s][l]) {  // strict: ties keep the earlier cut (fewer blocks first)
+          best[s][l] = total;
+          cut[s][l] = static_cast<int>(from);
+        }
+      }
+    }
+  }
+  std::vector<int> firsts(S + 1);
+  firsts[S] = n_layer;
+  for (size_t s = S, l = L; s >= 1; --s) {
+    firsts[s - 1] = cut[s][l];
+    l = static_cast<size_t>(cut[s][l]);
+  }
+  return firsts;
+}
+
+double head_cost_in_blocks(const GPT2Shape& s) {
+  const double C = s.n_embd;
+  return C * s.padded_vocab / (12.0 * C * C + static_cast<double>(s.context) * C);
+}
+
+std::pair<int, int> stage_layers(const GPT2Shape& shape, int stage, int stages) {
+  const std::vector<int> firsts = balance_stages(shape.n_layer, head_cost_in_blocks(shape), stages);
+  return {firsts[static_cast<size_t>(stage)],
+          firsts[static_cast<size_t>(stage) + 1] - firsts[static_cast<size_t>(stage)]};
 }
 
 ParameterLayout::ParameterLayout(const GPT2Shape& shape, const ModelShard& shard)
@@ -75,7 +112,7 @@ ParameterLayout::ParameterLayout(const GPT2Shape& shape, const ModelShard& shard
                     std::to_string(S) + "-way by pipeline; check parallel.tensor and "
                     "parallel.pipeline against model.n_head, model.vocab and model.n_layer");
   }
-  std::tie(first_layer_, layers_) = stage_layers(shape.n_layer, shard.stage, S);
+  std::tie(first_layer_, layers_) = stage_layers(shape, shard.stage, S);
   const auto whole = whole_model(shape);
   std::vector<size_t> global_offsets(whole.size());
   for (size_t i = 0, at = 0; i < whole.size(); ++i) {

@@ -7,8 +7,9 @@
 //
 // A layout may describe one process's shard of the model (tensor rank t of T, pipeline stage s
 // of S; docs/design-notes.md "Tensor and pipeline parallelism"):
-//   - stage s holds blocks [s*L/S, (s+1)*L/S); stage 0 also wte and wpe; the last stage ln_f
-//     and, when S > 1, a copy of wte for the tied LM head (placed last, `tied_copy`);
+//   - stage s holds a contiguous run of blocks (stage_layers: balanced with the LM head's cost
+//     on the last stage); stage 0 also wte and wpe; the last stage ln_f and, when S > 1, a copy
+//     of wte for the tied LM head (placed last, `tied_copy`);
 //   - Megatron split: attn.c_attn and mlp.c_fc keep the rows of this rank's heads / hidden
 //     units (column-parallel), attn.c_proj and mlp.c_proj the matching columns (row-parallel);
 //     wte keeps vocabulary rows [t*Vp/T, (t+1)*Vp/T); everything else is replicated.
@@ -100,8 +101,17 @@ class ParameterLayout {
   size_t blocks_begin_ = 0;
 };
 
-// Blocks of stage `stage` of `stages`: [first, first + count).
-std::pair<int, int> stage_layers(int n_layer, int stage, int stages);
+// Pipeline stages: contiguous runs of blocks, at least one each, chosen to balance compute.
+// A block costs one unit; the last stage also runs the LM head and cross-entropy, worth
+// `head_cost` blocks. The split minimises the sum of squared stage costs (an additive criterion
+// that evens the stages out; with head_cost 0 the sizes differ by at most one). Returns the
+// first block of each stage and, last, n_layer.
+std::vector<int> balance_stages(int n_layer, double head_cost, int stages);
+// The LM head's training compute in units of one block's: C*Vp against 12*C^2 + context*C
+// multiply-adds per token (the attention core counted at half for causality).
+double head_cost_in_blocks(const GPT2Shape& shape);
+// Blocks of stage `stage` of `stages` for this model: [first, first + count).
+std::pair<int, int> stage_layers(const GPT2Shape& shape, int stage, int stages);
 
 // Contiguous pieces of a local tensor in its whole tensor: fn(local element offset, global
 // element offset, count), offsets relative to the tensors' starts.

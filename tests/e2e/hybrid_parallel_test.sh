@@ -19,7 +19,8 @@ fail() {
   if [[ $failed_this -eq 0 ]]; then failures=$((failures + 1)); failed_this=1; fi
 }
 
-# 3 layers: two stages get 1 and 2 blocks, three stages one each. 4 heads: tensor 2 and 4.
+# 3 layers: two stages get 2 and 1 blocks (the LM head weighs on the last), three stages one
+# each. 4 heads: tensor 2 and 4.
 cat > tiny.yaml <<'Y'
 name: tiny-hybrid
 seed: 11

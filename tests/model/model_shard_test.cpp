@@ -3,6 +3,7 @@
 // and the gradient-norm ranges agree with the whole model element for element.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -22,22 +23,67 @@ std::vector<sg::ModelShard> all_shards(int T, int S) {
 
 }  // namespace
 
-TEST_CASE("stages split the blocks evenly and in order") {
-  for (int layers : {1, 3, 7, 12}) {
+namespace {
+
+double sum_of_squares(const std::vector<int>& firsts, double head_cost) {
+  double sum = 0;
+  for (size_t s = 0; s + 1 < firsts.size(); ++s) {
+    double cost = firsts[s + 1] - firsts[s];
+    if (s + 2 == firsts.size()) cost += head_cost;
+    sum += cost * cost;
+  }
+  return sum;
+}
+
+// Least sum of squares over every split of `layers` blocks into `stages` non-empty runs.
+double brute_force_best(int layers, int stages, double head_cost, std::vector<int>& firsts) {
+  if (static_cast<int>(firsts.size()) == stages) {
+    firsts.push_back(layers);
+    const double v = sum_of_squares(firsts, head_cost);
+    firsts.pop_back();
+    return v;
+  }
+  double best = 1e300;
+  const int from = firsts.back() + 1, to = layers - (stages - static_cast<int>(firsts.size())) + 1;
+  for (int next = from; next < to; ++next) {
+    firsts.push_back(next);
+    best = std::min(best, brute_force_best(layers, stages, head_cost, firsts));
+    firsts.pop_back();
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("stages: contiguous, non-empty, even without a head, optimal with one") {
+  for (int layers : {1, 3, 7, 8}) {
     for (int stages = 1; stages <= layers; ++stages) {
-      int next = 0, smallest = layers, largest = 0;
-      for (int s = 0; s < stages; ++s) {
-        const auto [first, count] = sg::stage_layers(layers, s, stages);
-        CHECK(first == next);
-        next = first + count;
-        smallest = std::min(smallest, count);
-        largest = std::max(largest, count);
+      for (double head : {0.0, 0.64, 3.0, 40.0}) {
+        CAPTURE(layers);
+        CAPTURE(stages);
+        CAPTURE(head);
+        const std::vector<int> firsts = sg::balance_stages(layers, head, stages);
+        REQUIRE(firsts.size() == static_cast<size_t>(stages) + 1);
+        CHECK(firsts.front() == 0);
+        CHECK(firsts.back() == layers);
+        int smallest = layers, largest = 0;
+        for (int s = 0; s < stages; ++s) {
+          smallest = std::min(smallest, firsts[s + 1] - firsts[s]);
+          largest = std::max(largest, firsts[s + 1] - firsts[s]);
+        }
+        CHECK(smallest >= 1);
+        if (head == 0.0) CHECK(largest - smallest <= 1);
+        std::vector<int> prefix{0};
+        CHECK(sum_of_squares(firsts, head) == doctest::Approx(brute_force_best(layers, stages, head, prefix)));
       }
-      CHECK(next == layers);
-      CHECK(smallest >= 1);
-      CHECK(largest - smallest <= 1);
     }
   }
+  // The LM head weighs on the last stage: it gets fewer blocks.
+  CHECK(sg::balance_stages(6, 33.0, 2) == std::vector<int>{0, 5, 6});
+  const sg::GPT2Shape gpt2_124m{12, 12, 768, 1024, 50257, 50304};
+  CHECK(sg::head_cost_in_blocks(gpt2_124m) == doctest::Approx(4.91).epsilon(0.01));
+  CHECK(sg::stage_layers(gpt2_124m, 0, 2) == std::pair<int, int>{0, 8});
+  CHECK(sg::stage_layers(gpt2_124m, 1, 2) == std::pair<int, int>{8, 4});
 }
 
 TEST_CASE("a shard holds its stage's tensors with Megatron's split shapes") {
@@ -45,9 +91,10 @@ TEST_CASE("a shard holds its stage's tensors with Megatron's split shapes") {
   const sg::ParameterLayout last(kShape, {1, 2, 1, 2});
   CHECK(first.has_embedding());
   CHECK_FALSE(first.has_head());
-  CHECK(first.layers() == 1);
-  CHECK(last.first_layer() == 1);
-  CHECK(last.layers() == 2);
+  // The head costs 0.64 blocks here, so the first stage takes two of the three blocks.
+  CHECK(first.layers() == 2);
+  CHECK(last.first_layer() == 2);
+  CHECK(last.layers() == 1);
   CHECK(first.find("wte").shape == std::vector<int64_t>{128, 32});
   CHECK(first.find("h.0.attn.c_attn.weight").shape == std::vector<int64_t>{48, 32});
   CHECK(first.find("h.0.attn.c_attn.bias").shape == std::vector<int64_t>{48});
@@ -55,7 +102,7 @@ TEST_CASE("a shard holds its stage's tensors with Megatron's split shapes") {
   CHECK(first.find("h.0.attn.c_proj.bias").shape == std::vector<int64_t>{32});
   CHECK(first.find("h.0.mlp.c_fc.weight").shape == std::vector<int64_t>{64, 32});
   CHECK(first.find("h.0.mlp.c_proj.weight").shape == std::vector<int64_t>{32, 64});
-  CHECK(first.find_if("h.1.ln_1.weight") == nullptr);
+  CHECK(first.find_if("h.2.ln_1.weight") == nullptr);
   CHECK(first.find_if("ln_f.weight") == nullptr);
   // The last stage: its blocks, ln_f, then its own copy of wte for the tied head.
   CHECK(last.find_if("wpe") == nullptr);
