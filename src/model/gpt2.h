@@ -33,7 +33,8 @@ class GPT2 {
   size_t stream_floats() const { return static_cast<size_t>(B_) * T_ * shape_.n_embd; }
 
   // Runs the forward pass on inputs (B,T). With targets (B,T), also computes the per-position
-  // losses and returns their mean; the softmax probabilities then replace the logits. Without
+  // losses and returns their mean; the softmax probabilities then replace the logits (unsplit
+  // vocabulary; a vocabulary-split model keeps its logits and the row statistics). Without
   // targets, returns 0 and logits() holds the (B,T,Vp) logits.
   // With fused_dloss != 0 (training), the logits' gradient for that dloss is computed in the same
   // pass as the loss (one trip through the (B,T,Vp) logits instead of two); backward() must then

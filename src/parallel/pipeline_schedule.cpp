@@ -11,26 +11,35 @@ constexpr int kForwardTag = 4101, kBackwardTag = 4102;  // in order per pair: MP
 constexpr int kTiedTag = 4103;
 }  // namespace
 
-void sum_tied_embedding_grads(const ParameterLayout& layout, float* grads, Communicator& pipe,
+void add_tied_embedding_grads(const ParameterLayout& layout, float* grads, Communicator& pipe,
                               std::vector<float>& scratch) {
-  const int stages = pipe.size(), last = stages - 1;
-  if (stages == 1 || (!layout.has_embedding() && !layout.has_head())) return;
+  const int last = pipe.size() - 1;
+  if (last == 0 || (!layout.has_embedding() && !layout.has_head())) return;
   const ParamTensor& wte = layout.find("wte");
   float* g = grads + wte.offset;
-  const size_t bytes = wte.numel * sizeof(float);
-  if (layout.has_embedding()) {
-    scratch.resize(wte.numel);
-    pipe.recv(scratch.data(), bytes, last, kTiedTag);
+  if (layout.has_head()) {
+    pipe.send(g, wte.numel * sizeof(float), 0, kTiedTag);
+    return;
+  }
+  scratch.resize(wte.numel);
+  pipe.recv(scratch.data(), wte.numel * sizeof(float), last, kTiedTag);
 #pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < wte.numel; ++i) g[i] += scratch[i];
-    pipe.send(g, bytes, last, kTiedTag);
+  for (size_t i = 0; i < wte.numel; ++i) g[i] += scratch[i];
+}
+
+void copy_tied_embedding(const ParameterLayout& layout, float* params, Communicator& pipe) {
+  const int last = pipe.size() - 1;
+  if (last == 0 || (!layout.has_embedding() && !layout.has_head())) return;
+  const ParamTensor& wte = layout.find("wte");
+  if (layout.has_embedding()) {
+    pipe.send(params + wte.offset, wte.numel * sizeof(float), last, kTiedTag);
   } else {
-    pipe.send(g, bytes, 0, kTiedTag);
-    pipe.recv(g, bytes, 0, kTiedTag);
+    pipe.recv(params + wte.offset, wte.numel * sizeof(float), 0, kTiedTag);
   }
 }
 
 int pipeline_slots(const std::string& schedule, int stage, int stages, int micro_batches) {
+  if (stages == 1) return 1;  // no pipeline: plain accumulation, one micro-batch at a time
   if (schedule == "gpipe") return std::max(1, micro_batches);
   return std::max(1, std::min(micro_batches, stages - stage));
 }
@@ -93,7 +102,9 @@ void PipelineRunner::backward(int m, int slot, const float* params, float* grads
 double PipelineRunner::train(const float* params, float* grads, float dloss,
                              const FillBatch& fill, const OnReady& on_last_ready) {
   const int M = micro_batches_;
-  const int warmup = schedule_ == "gpipe" ? M : std::min(stages_ - stage_ - 1, M);
+  // One stage: forward and backward alternate whatever the schedule (same results, one slot).
+  const int warmup =
+      schedule_ == "gpipe" && stages_ > 1 ? M : std::min(stages_ - stage_ - 1, M);
   double loss_sum = 0;
   int next_forward = 0;
   for (; next_forward < warmup; ++next_forward) {

@@ -22,10 +22,13 @@ namespace sg {
 int pipeline_slots(const std::string& schedule, int stage, int stages, int micro_batches);
 
 // The LM head is tied to wte: with several stages the first stage's wte and the last stage's
-// copy each hold part of its gradient; afterwards both hold the sum (first + last, the same
-// bits on both), so their AdamW updates keep the copies equal. Other stages do nothing.
-void sum_tied_embedding_grads(const ParameterLayout& layout, float* grads, Communicator& pipe,
+// copy each accumulate part of its gradient. Before the optimizer step the last stage's part is
+// added to the first stage's (add_tied_embedding_grads); after it, the first stage's updated wte
+// replaces the copy (copy_tied_embedding), so the copies are equal by construction whatever
+// order the data-parallel reductions of the two stages summed in. Other stages do nothing.
+void add_tied_embedding_grads(const ParameterLayout& layout, float* grads, Communicator& pipe,
                               std::vector<float>& scratch);
+void copy_tied_embedding(const ParameterLayout& layout, float* params, Communicator& pipe);
 
 class PipelineRunner {
  public:

@@ -264,7 +264,6 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
   std::vector<double> replica_losses(deterministic ? static_cast<size_t>(replicas) : 0);
 
   std::vector<float> moments_m, moments_v;  // gathered for checkpoints
-  std::vector<float> whole_params, whole_m, whole_v;  // assembled from the shards
   while (state.step < last_step) {
     const auto t0 = std::chrono::steady_clock::now();
     const int64_t step = state.step;  // 0-based index of this step
@@ -321,11 +320,12 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     if (world.size() > 1 && !deterministic) world.all_reduce_sum(&loss_sum, 1);
     const double loss = loss_sum / (static_cast<double>(replicas) * accum);
     if (bucketed) data_group.wait_all();
-    sum_tied_embedding_grads(layout, grads.data(), *mesh.pipeline_group, tied_scratch);
+    add_tied_embedding_grads(layout, grads.data(), *mesh.pipeline_group, tied_scratch);
     const float norm =
         deterministic || bucketed
             ? optimizer.step_reduced(params.data(), grads.data(), lr, static_cast<int>(step + 1))
             : optimizer.step(params.data(), grads.data(), lr, static_cast<int>(step + 1));
+    copy_tied_embedding(layout, params.data(), *mesh.pipeline_group);
     state.step = step + 1;
     state.train_sequences += static_cast<uint64_t>(spec.train.global_batch);
     const double seconds =
@@ -361,6 +361,8 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
       // checkpoint holds whole tensors, assembled from the shards of replica block 0.
       optimizer.gather_moments(moments_m, moments_v);
       if (mesh.data == 0) {
+        // Whole-model buffers only while saving: three model-sized copies per process.
+        std::vector<float> whole_params, whole_m, whole_v;
         const float *p = params.data(), *mm = moments_m.data(), *vv = moments_v.data();
         if (layout.sharded()) {
           gather_whole_model(layout, params.data(), whole_params, *mesh.model_group);
