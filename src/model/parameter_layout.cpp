@@ -202,16 +202,14 @@ void slice_from_global(const ParameterLayout& layout, const float* global, float
   }
 }
 
-namespace {
-bool owns(const ParamTensor& t, const ModelShard& shard) {
+bool owns_tensor(const ParamTensor& t, const ModelShard& shard) {
   if (t.tied_copy) return false;
   return t.split != TensorSplit::kWhole || shard.tensor_rank == 0 || shard.tensors == 1;
 }
-}  // namespace
 
 void write_owned_to_global(const ParameterLayout& layout, const float* local, float* global) {
   for (const ParamTensor& t : layout.tensors()) {
-    if (!owns(t, layout.shard())) continue;
+    if (!owns_tensor(t, layout.shard())) continue;
     for_each_run(t, layout.shard(), [&](size_t l, size_t g, size_t n) {
       std::memcpy(global + t.global_offset + g, local + t.offset + l, n * sizeof(float));
     });
@@ -221,7 +219,7 @@ void write_owned_to_global(const ParameterLayout& layout, const float* local, fl
 std::vector<std::pair<size_t, size_t>> owned_ranges(const ParameterLayout& layout) {
   std::vector<std::pair<size_t, size_t>> out;
   for (const ParamTensor& t : layout.tensors()) {
-    if (!owns(t, layout.shard())) continue;
+    if (!owns_tensor(t, layout.shard())) continue;
     if (!out.empty() && out.back().second == t.offset) {
       out.back().second = t.offset + t.numel;
     } else {

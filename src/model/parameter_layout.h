@@ -120,6 +120,9 @@ void for_each_run(const ParamTensor& t, const ModelShard& shard,
 
 // Copies this shard's parts of a whole-model buffer (unsharded layout) into `local`.
 void slice_from_global(const ParameterLayout& layout, const float* global, float* local);
+// Whether this shard is the designated owner of (the elements it holds of) tensor t: its
+// tensor-split parts, the replicated tensors on tensor rank 0, never the tied copy of wte.
+bool owns_tensor(const ParamTensor& t, const ModelShard& shard);
 // Writes into a whole-model buffer the elements this shard is the designated owner of: its
 // tensor-split parts, the replicated tensors on tensor rank 0, never the tied copy of wte.
 // Summing that over all shards of one data-parallel replica gives every element exactly once.

@@ -25,9 +25,25 @@ ProcessMesh make_process_mesh(const JobSpec& spec, Communicator& world) {
 void gather_whole_model(const ParameterLayout& layout, const float* local, std::vector<float>& whole,
                         Communicator& model_group) {
   const ParameterLayout whole_layout(layout.shape());
-  whole.assign(whole_layout.total(), -0.0f);  // x + -0 == x for every x, including +0 and -0
-  write_owned_to_global(layout, local, whole.data());
-  model_group.all_reduce_sum(whole.data(), whole.size());
+  const bool root = model_group.rank() == 0;
+  if (root) whole.resize(whole_layout.total());
+  std::vector<const ParamTensor*> held(whole_layout.tensors().size(), nullptr);
+  for (const ParamTensor& t : layout.tensors()) {
+    if (owns_tensor(t, layout.shard())) held[t.global_index] = &t;
+  }
+  std::vector<float> piece;
+  for (size_t i = 0; i < whole_layout.tensors().size(); ++i) {
+    const ParamTensor& w = whole_layout.tensors()[i];
+    piece.assign(w.numel, -0.0f);  // x + -0 == x for every x, including +0 and -0
+    const ParamTensor* t = held[i];
+    if (t != nullptr) {
+      for_each_run(*t, layout.shard(), [&](size_t l, size_t g, size_t n) {
+        std::copy_n(local + t->offset + l, n, piece.data() + g);
+      });
+    }
+    model_group.all_reduce_sum(piece.data(), piece.size());
+    if (root) std::copy(piece.begin(), piece.end(), whole.begin() + static_cast<long>(w.offset));
+  }
 }
 
 }  // namespace sg

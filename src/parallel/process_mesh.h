@@ -29,9 +29,10 @@ struct ProcessMesh {
 // Collective over world.
 ProcessMesh make_process_mesh(const JobSpec& spec, Communicator& world);
 
-// The whole model (unsharded layout) from the shards of one replica: collective over
-// model_group; `whole` is resized to the whole model's size and is complete on every member.
-// Exact: each element comes from one shard and the others add -0.0f.
+// The whole model (unsharded layout) from the shards of one replica, for rank 0 of model_group
+// (the others leave `whole` empty): collective over model_group, one tensor at a time, so only
+// rank 0 ever holds a whole-model buffer. Exact: each element comes from the one shard that owns
+// it and the others add -0.0f.
 void gather_whole_model(const ParameterLayout& layout, const float* local, std::vector<float>& whole,
                         Communicator& model_group);
 

@@ -20,20 +20,25 @@ std::vector<TensorRef> tensors_of(const ParameterLayout& layout, const float* ba
   return out;
 }
 
+// Copies each tensor of `layout` from the checkpoint's whole tensor of the same name; a shard
+// (tensor/pipeline parallelism) takes only its slices, straight from the mapped file.
 void copy_tensors(float* base, const ParameterLayout& layout, const SafetensorsFile& file,
                   const std::string& prefix, const std::string& where) {
   for (const ParamTensor& t : layout.tensors()) {
     const TensorRef& ref = file.get(prefix + t.name);
-    if (ref.dtype != DType::F32 || ref.shape != t.shape) {
+    if (ref.dtype != DType::F32 || ref.shape != t.global_shape) {
       std::string want, got;
-      for (auto d : t.shape) want += (want.empty() ? "" : "x") + std::to_string(d);
+      for (auto d : t.global_shape) want += (want.empty() ? "" : "x") + std::to_string(d);
       for (auto d : ref.shape) got += (got.empty() ? "" : "x") + std::to_string(d);
       throw RunError(where + ": tensor '" + prefix + t.name + "' has shape " + got +
                      " but the job's model needs F32 " + want +
                      "; the checkpoint was written for a different model (check the model.* "
                      "keys of the job)");
     }
-    std::memcpy(base + t.offset, ref.data, t.numel * sizeof(float));
+    const auto* whole = static_cast<const float*>(ref.data);
+    for_each_run(t, layout.shard(), [&](size_t local, size_t global, size_t n) {
+      std::memcpy(base + t.offset + local, whole + global, n * sizeof(float));
+    });
   }
 }
 
@@ -92,9 +97,10 @@ TrainerState load_training_checkpoint(const LoadedCheckpoint& ck, const Paramete
     return it->second;
   };
   const SafetensorsFile& model = file("model.safetensors");
-  if (model.names().size() != layout.tensors().size()) {
+  const size_t whole_tensors = ParameterLayout(layout.shape()).tensors().size();
+  if (model.names().size() != whole_tensors) {
     throw RunError(path + "/model.safetensors: holds " + std::to_string(model.names().size()) +
-                   " tensors but the job's model has " + std::to_string(layout.tensors().size()) +
+                   " tensors but the job's model has " + std::to_string(whole_tensors) +
                    "; the checkpoint was written for a different model (check model.n_layer)");
   }
   copy_tensors(params, layout, model, "", path + "/model.safetensors");

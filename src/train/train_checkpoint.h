@@ -22,7 +22,8 @@ std::string save_training_checkpoint(const std::string& checkpoints_dir, const J
                                      const ParameterLayout& layout, const float* params,
                                      const float* m, const float* v, const TrainerState& state);
 
-// Loads the checkpoint at `path` into params/m/v (each layout.total() floats). Throws RunError
+// Loads the checkpoint at `path` into params/m/v (each layout.total() floats). A shard's layout
+// takes its slices of the whole tensors, so any mesh loads any checkpoint. Throws RunError
 // naming the checkpoint when it is corrupt or was written for a different model shape.
 TrainerState load_training_checkpoint(const LoadedCheckpoint& checkpoint,
                                       const ParameterLayout& layout, float* params, float* m,

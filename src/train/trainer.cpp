@@ -177,19 +177,8 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
   const auto resume_path = choose_resume_checkpoint(spec, checkpoints_dir, world);
   if (resume_path) {
     // Checkpoints hold whole tensors: each process takes its shard, whatever mesh wrote them.
-    std::vector<float> m(whole_layout.total()), v(whole_layout.total());
-    if (layout.sharded()) {
-      std::vector<float> whole(whole_layout.total());
-      state = load_training_checkpoint(*resume_path, whole_layout, whole.data(), m.data(), v.data());
-      slice_from_global(layout, whole.data(), params.data());
-      std::vector<float> local_m(layout.total()), local_v(layout.total());
-      slice_from_global(layout, m.data(), local_m.data());
-      slice_from_global(layout, v.data(), local_v.data());
-      m.swap(local_m);
-      v.swap(local_v);
-    } else {
-      state = load_training_checkpoint(*resume_path, layout, params.data(), m.data(), v.data());
-    }
+    std::vector<float> m(layout.total()), v(layout.total());
+    state = load_training_checkpoint(*resume_path, layout, params.data(), m.data(), v.data());
     optimizer.load_moments(m.data(), v.data());
     if (state.seed != spec.seed) {
       throw RunError(*resume_path + ": checkpoint was written with seed " +
