@@ -36,28 +36,31 @@ MpiCommunicator::~MpiCommunicator() {
   if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-void MpiCommunicator::all_reduce_sum(float* data, size_t n) {
+namespace {
+
+// In-place all-reduce of n elements of `type` (element size `bytes`), in int-sized chunks.
+void all_reduce_chunked(void* data, size_t n, size_t bytes, MPI_Datatype type, MPI_Op op,
+                        MPI_Comm comm) {
+  auto* p = static_cast<char*>(data);
   for (size_t done = 0; done < n; done += kMaxChunk) {
     const int count = static_cast<int>(std::min(kMaxChunk, n - done));
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + done, count, MPI_FLOAT, MPI_SUM, comm_),
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, p + done * bytes, count, type, op, comm),
               "MPI_Allreduce");
   }
+}
+
+}  // namespace
+
+void MpiCommunicator::all_reduce_sum(float* data, size_t n) {
+  all_reduce_chunked(data, n, sizeof(float), MPI_FLOAT, MPI_SUM, comm_);
 }
 
 void MpiCommunicator::all_reduce_sum(double* data, size_t n) {
-  for (size_t done = 0; done < n; done += kMaxChunk) {
-    const int count = static_cast<int>(std::min(kMaxChunk, n - done));
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + done, count, MPI_DOUBLE, MPI_SUM, comm_),
-              "MPI_Allreduce");
-  }
+  all_reduce_chunked(data, n, sizeof(double), MPI_DOUBLE, MPI_SUM, comm_);
 }
 
 void MpiCommunicator::all_reduce_max(float* data, size_t n) {
-  for (size_t done = 0; done < n; done += kMaxChunk) {
-    const int count = static_cast<int>(std::min(kMaxChunk, n - done));
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + done, count, MPI_FLOAT, MPI_MAX, comm_),
-              "MPI_Allreduce");
-  }
+  all_reduce_chunked(data, n, sizeof(float), MPI_FLOAT, MPI_MAX, comm_);
 }
 
 void MpiCommunicator::start_all_reduce_sum(float* data, size_t n) {

@@ -95,7 +95,9 @@ GPT2::GPT2(const ParameterLayout& layout, int B, int T, int slots, TensorGroup* 
   if (const ParamTensor* t = layout.find_if("wte")) wte_ = t->offset;
   if (layout.has_embedding()) wpe_ = layout.find("wpe").offset;
   if (layout.has_head()) {
-    lnfw_ = layout.find("ln_f.weight").offset;
+    const ParamTensor& lnfw = layout.find("ln_f.weight");
+    lnfw_ = lnfw.offset;
+    lnf_index_ = static_cast<size_t>(&lnfw - layout.tensors().data());
     lnfb_ = layout.find("ln_f.bias").offset;
   }
   arena_.assign(gpt2_activation_floats(layout, B, T, slots), 0.0f);
@@ -314,8 +316,7 @@ void GPT2::backward_stage(int slot, float* grads, const float* params, const int
     std::memset(dresidual_, 0, sizeof(float) * NC);
     cpu::layernorm_backward(dresidual_, grads + lnfw_, grads + lnfb_, dln_, x_last,
                             params + lnfw_, s.lnf_mean, s.lnf_rstd, N, C);
-    const size_t lnf_index = static_cast<size_t>(&layout_.find("ln_f.weight") - ts.data());
-    ready(lnf_index, 2);
+    ready(lnf_index_, 2);
     if (!layout_.has_embedding()) ready(ts.size() - 1, 1);  // the tied copy of wte
   }
   // dresidual_ holds the gradient of the residual stream; each block adds its branches in place.

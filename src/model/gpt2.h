@@ -99,6 +99,7 @@ class GPT2 {
   TensorGroup* tp_;
   int tensors_;  // tensor-parallel degree
   size_t wte_ = 0, wpe_ = 0, lnfw_ = 0, lnfb_ = 0;  // offsets in the flat buffer
+  size_t lnf_index_ = 0;                             // index of ln_f.weight in tensors()
   std::vector<float> arena_;
   std::vector<Slot> slots_;
   // gradient scratch, reused by every layer and slot

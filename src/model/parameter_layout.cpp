@@ -194,26 +194,21 @@ void for_each_run(const ParamTensor& t, const ModelShard& shard,
   }
 }
 
+void slice_tensor(const ParamTensor& t, const ModelShard& shard, const float* whole, float* local) {
+  for_each_run(t, shard, [&](size_t l, size_t g, size_t n) {
+    std::memcpy(local + t.offset + l, whole + g, n * sizeof(float));
+  });
+}
+
 void slice_from_global(const ParameterLayout& layout, const float* global, float* local) {
   for (const ParamTensor& t : layout.tensors()) {
-    for_each_run(t, layout.shard(), [&](size_t l, size_t g, size_t n) {
-      std::memcpy(local + t.offset + l, global + t.global_offset + g, n * sizeof(float));
-    });
+    slice_tensor(t, layout.shard(), global + t.global_offset, local);
   }
 }
 
 bool owns_tensor(const ParamTensor& t, const ModelShard& shard) {
   if (t.tied_copy) return false;
   return t.split != TensorSplit::kWhole || shard.tensor_rank == 0 || shard.tensors == 1;
-}
-
-void write_owned_to_global(const ParameterLayout& layout, const float* local, float* global) {
-  for (const ParamTensor& t : layout.tensors()) {
-    if (!owns_tensor(t, layout.shard())) continue;
-    for_each_run(t, layout.shard(), [&](size_t l, size_t g, size_t n) {
-      std::memcpy(global + t.global_offset + g, local + t.offset + l, n * sizeof(float));
-    });
-  }
 }
 
 std::vector<std::pair<size_t, size_t>> owned_ranges(const ParameterLayout& layout) {
@@ -258,11 +253,7 @@ void init_gpt2_parameters(float* params, const ParameterLayout& layout, float st
       for (size_t i = 0; i < n; ++i) p[i] = static_cast<float>(rng.normal()) * sd;
       std::memset(p + n, 0, (n_whole - n) * sizeof(float));
     }
-    if (!in_place) {
-      for_each_run(t, layout.shard(), [&](size_t l, size_t g, size_t count) {
-        std::memcpy(params + t.offset + l, whole.data() + g, count * sizeof(float));
-      });
-    }
+    if (!in_place) slice_tensor(t, layout.shard(), whole.data(), params);
   }
 }
 

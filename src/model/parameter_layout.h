@@ -118,15 +118,15 @@ std::pair<int, int> stage_layers(const GPT2Shape& shape, int stage, int stages);
 void for_each_run(const ParamTensor& t, const ModelShard& shard,
                   const std::function<void(size_t, size_t, size_t)>& fn);
 
+// Copies this shard's parts of the whole tensor `whole` (t.global_shape) into local tensor t of
+// the flat buffer `local`.
+void slice_tensor(const ParamTensor& t, const ModelShard& shard, const float* whole, float* local);
 // Copies this shard's parts of a whole-model buffer (unsharded layout) into `local`.
 void slice_from_global(const ParameterLayout& layout, const float* global, float* local);
 // Whether this shard is the designated owner of (the elements it holds of) tensor t: its
 // tensor-split parts, the replicated tensors on tensor rank 0, never the tied copy of wte.
+// Over all shards of one data-parallel replica every element has exactly one owner.
 bool owns_tensor(const ParamTensor& t, const ModelShard& shard);
-// Writes into a whole-model buffer the elements this shard is the designated owner of: its
-// tensor-split parts, the replicated tensors on tensor rank 0, never the tied copy of wte.
-// Summing that over all shards of one data-parallel replica gives every element exactly once.
-void write_owned_to_global(const ParameterLayout& layout, const float* local, float* global);
 // Ranges of the local buffer this shard owns in the sense above: the global gradient norm is
 // the sum over shards of the squares in these ranges.
 std::vector<std::pair<size_t, size_t>> owned_ranges(const ParameterLayout& layout);

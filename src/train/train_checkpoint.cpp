@@ -35,10 +35,7 @@ void copy_tensors(float* base, const ParameterLayout& layout, const SafetensorsF
                      "; the checkpoint was written for a different model (check the model.* "
                      "keys of the job)");
     }
-    const auto* whole = static_cast<const float*>(ref.data);
-    for_each_run(t, layout.shard(), [&](size_t local, size_t global, size_t n) {
-      std::memcpy(base + t.offset + local, whole + global, n * sizeof(float));
-    });
+    slice_tensor(t, layout.shard(), static_cast<const float*>(ref.data), base);
   }
 }
 

@@ -200,7 +200,7 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
              &tensor_group);
   PipelineRunner runner(model, *mesh.pipeline_group, spec.parallel.schedule, accum);
 
-  const double flops_per_step = training_flops_per_token(layout, T) *
+  const double flops_per_step = training_flops_per_token(whole_layout, T) *
                                 static_cast<double>(spec.train.global_batch) * T / world.size();
   const double peak_flops = spec.devices.peak_tflops > 0 ? spec.devices.peak_tflops * 1e12
                                                          : measure_sgemm_peak_flops(threads);
@@ -350,7 +350,7 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
       // checkpoint holds whole tensors, assembled from the shards of replica block 0.
       optimizer.gather_moments(moments_m, moments_v);
       if (mesh.data == 0) {
-        // Whole-model buffers only while saving: three model-sized copies per process.
+        // Whole tensors, assembled for rank 0 only, and only while saving.
         std::vector<float> whole_params, whole_m, whole_v;
         const float *p = params.data(), *mm = moments_m.data(), *vv = moments_v.data();
         if (layout.sharded()) {

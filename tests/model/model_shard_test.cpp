@@ -7,7 +7,9 @@
 #include <cmath>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "model/parameter_layout.h"
+#include "parallel/process_mesh.h"
 
 namespace {
 
@@ -164,10 +166,12 @@ TEST_CASE("shards: init, slicing, assembly and norm ranges agree with the whole 
         sg::init_gpt2_parameters(init.data(), layout, 0.02f, 1234);
         sg::slice_from_global(layout, whole_init.data(), sliced.data());
         CHECK(init == sliced);  // a shard initialises to exactly its slice
-        std::vector<float> mine(whole.total(), -0.0f);
-        sg::write_owned_to_global(layout, init.data(), mine.data());
-        std::vector<float> marker(whole.total(), 0.0f), ones(layout.total(), 1.0f);
-        sg::write_owned_to_global(layout, ones.data(), marker.data());
+        // This shard's owned elements in a whole-model buffer (-0 elsewhere): its part of the
+        // checkpoint assembly.
+        auto alone = sg::make_single_process_communicator();
+        std::vector<float> mine, marker, ones(layout.total(), 1.0f);
+        sg::gather_whole_model(layout, init.data(), mine, *alone);
+        sg::gather_whole_model(layout, ones.data(), marker, *alone);
         for (size_t i = 0; i < whole.total(); ++i) {
           assembled[i] += mine[i];
           writes[i] += marker[i] != 0.0f;
