@@ -16,4 +16,18 @@ void residual_backward(float* da, float* db, const float* dout, long n) {
   }
 }
 
+void add_inplace(float* out, const float* in, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) out[i] += in[i];
+}
+
+void add_bias(float* out, const float* bias, long N, long C) {
+#pragma omp parallel for schedule(static)
+  for (long n = 0; n < N; ++n) {
+    float* row = out + n * C;
+#pragma omp simd
+    for (long c = 0; c < C; ++c) row[c] += bias[c];
+  }
+}
+
 }  // namespace sg::cpu

@@ -10,83 +10,10 @@
 namespace sg {
 namespace {
 
-struct DTypeInfo {
-  DType dtype;
-  const char* name;
-  size_t size;
-};
-
-constexpr DTypeInfo kDTypes[] = {
-    {DType::F64, "F64", 8},  {DType::F32, "F32", 4}, {DType::F16, "F16", 2},
-    {DType::BF16, "BF16", 2}, {DType::I64, "I64", 8}, {DType::I32, "I32", 4},
-    {DType::I16, "I16", 2},  {DType::I8, "I8", 1},   {DType::U64, "U64", 8},
-    {DType::U32, "U32", 4},  {DType::U16, "U16", 2}, {DType::U8, "U8", 1},
-    {DType::BOOL, "BOOL", 1},
-};
-
-const DTypeInfo& info(DType dtype) {
-  for (const auto& d : kDTypes)
-    if (d.dtype == dtype) return d;
-  throw RunError("safetensors: unknown dtype enum value");
-}
-
 // The reference implementation refuses headers above 100 MB; so do we, before allocating.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu, bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);  // inf / nan
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;
-  } else {  // subnormal half: normalise
-    int shift = 0;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      ++shift;
-    }
-    bits = sign | (static_cast<uint32_t>(113 - shift) << 23) | ((mantissa & 0x3ffu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-float bf16_to_float(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 }  // namespace
-
-size_t dtype_size(DType dtype) { return info(dtype).size; }
-const char* dtype_name(DType dtype) { return info(dtype).name; }
-
-bool parse_dtype(const std::string& name, DType* out) {
-  for (const auto& d : kDTypes)
-    if (name == d.name) {
-      *out = d.dtype;
-      return true;
-    }
-  return false;
-}
-
-int64_t element_count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 FileDigest write_safetensors(const std::string& path, const std::vector<TensorRef>& tensors,
                              const std::map<std::string, std::string>& metadata) {

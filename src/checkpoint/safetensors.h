@@ -11,14 +11,10 @@
 #include <vector>
 
 #include "data/file_io.h"
+#include "tensor/dtype.h"
+#include "tensor/tensor.h"
 
 namespace sg {
-
-enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL };
-
-size_t dtype_size(DType dtype);          // bytes per element
-const char* dtype_name(DType dtype);     // "F32", as in the safetensors header
-bool parse_dtype(const std::string& name, DType* out);
 
 struct TensorRef {
   std::string name;
@@ -27,8 +23,6 @@ struct TensorRef {
   const void* data = nullptr;  // prod(shape) elements of dtype; not owned
 };
 
-int64_t element_count(const std::vector<int64_t>& shape);
-std::string shape_text(const std::vector<int64_t>& shape);  // "[768, 2304]"
 
 // Size and XXH3-64 checksum of a file as written.
 struct FileDigest {

@@ -47,14 +47,14 @@ CheckpointModel load_checkpoint_model(const std::string& job_path,
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
-  const ModelSpec& m = out.spec.model;
-  out.layout = std::make_unique<ParameterLayout>(
-      GPT2Shape{m.n_layer, m.n_head, m.n_embd, m.context, m.vocab, out.spec.padded_vocab()});
-  const size_t n = out.layout->total();
-  out.params.assign(n, 0.0f);
-  std::vector<float> moment_m(n), moment_v(n);  // read and checked, not needed
-  out.state = load_training_checkpoint(loaded, *out.layout, out.params.data(), moment_m.data(),
-                                       moment_v.data());
+  out.family = make_model_family(out.spec);
+  out.layout = std::make_unique<ParameterLayout>(out.family->description());
+  out.params.assign(out.layout->total(), 0.0f);
+  out.buffers.assign(std::max<size_t>(1, out.layout->buffer_total()), 0.0f);
+  LoadTargets weights;  // no optimizer state: eval and sample need the weights only
+  weights.params = out.params.data();
+  weights.buffers = out.buffers.data();
+  out.state = load_training_checkpoint(loaded, *out.family, *out.layout, weights);
   return out;
 }
 

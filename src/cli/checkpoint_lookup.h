@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/job_spec.h"
+#include "model/model_family.h"
 #include "model/parameter_layout.h"
 #include "train/train_checkpoint.h"
 
@@ -18,8 +19,9 @@ std::string resolve_checkpoint(const std::string& path);
 struct CheckpointModel {
   std::string path;  // the step_* directory
   JobSpec spec;
-  std::unique_ptr<ParameterLayout> layout;
-  std::vector<float> params;
+  std::unique_ptr<ModelFamily> family;
+  std::unique_ptr<ParameterLayout> layout;  // the whole model
+  std::vector<float> params, buffers;
   TrainerState state;
 };
 

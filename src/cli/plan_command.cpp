@@ -4,9 +4,9 @@
 
 #include "cli/commands.h"
 #include "config/load_job_spec.h"
-#include "model/gpt2.h"
+#include "model/model_family.h"
+#include "optim/optimizer.h"
 #include "parallel/pipeline_schedule.h"
-#include "train/flops.h"
 #include "train/trainer.h"
 
 namespace sg {
@@ -22,30 +22,48 @@ std::string human_bytes(double bytes) {
   return fmt::format("{:.2f} {}", bytes, units[u]);
 }
 
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+
 }  // namespace
 
 int run_plan_command(const std::string& job_path, const std::vector<std::string>& sets) {
   const JobSpec spec = load_job_or_quickstart(job_path, sets);
+  const auto family = make_model_family(spec);
+  const int tensor = spec.parallel.tensor, pipeline = spec.parallel.pipeline;
+  family->check_split(tensor, pipeline);
   fmt::print("# resolved job spec ({})\n{}\n", spec.source, job_spec_to_yaml(spec));
 
-  const GPT2Shape shape{spec.model.n_layer, spec.model.n_head, spec.model.n_embd,
-                        spec.model.context, spec.model.vocab, spec.padded_vocab()};
-  const ParameterLayout layout(shape);
-  const int T = spec.seq_len();
-  const double flops_token = training_flops_per_token(layout, T);
-  const double tokens_step = static_cast<double>(spec.train.global_batch) * T;
+  const ModelDescription& model = family->description();
+  const ParameterLayout layout(model);
+  const double flops_sample = family->training_flops_per_sample();
+  const int units = family->units_per_sample();
+  const std::string unit = family->sample_unit();
 
   fmt::print("# plan\n");
-  fmt::print("parameters:        {} ({} with the vocabulary padded to {})\n",
-             layout.real_parameter_count(), layout.total(), spec.padded_vocab());
-  fmt::print("flops per token:   {:.4g} (training: 6 x parameters + causal attention)\n",
-             flops_token);
-  fmt::print("flops per step:    {:.4g} ({} sequences x {} tokens)\n", flops_token * tokens_step,
-             spec.train.global_batch, T);
-  fmt::print("virtual mesh:      data {} x tensor {} x pipeline {}\n", spec.parallel.data,
-             spec.parallel.tensor, spec.parallel.pipeline);
+  fmt::print("model:             {}\n", family->summary());
+  fmt::print("parameters:        {} ({} elements in the flat buffer{})\n",
+             family->parameter_count(), layout.total(),
+             layout.buffer_total() > 0
+                 ? fmt::format("; {} more in buffers such as running statistics",
+                               layout.buffer_total())
+                 : std::string());
+  if (units > 1) {
+    fmt::print("flops per token:   {:.4g} (training: 6 x parameters + causal attention)\n",
+               flops_sample / units);
+  } else {
+    fmt::print("flops per sample:  {:.4g} (training: forward and backward, 3 x forward)\n",
+               flops_sample);
+  }
+  fmt::print("flops per step:    {:.4g} ({} samples{})\n",
+             flops_sample * spec.train.global_batch, spec.train.global_batch,
+             units > 1 ? fmt::format(" x {} {}", units, unit) : std::string());
+  fmt::print("virtual mesh:      data {} x tensor {} x pipeline {}\n", spec.parallel.data, tensor,
+             pipeline);
   const int processes = spec.devices.processes;
-  const int tensor = spec.parallel.tensor, pipeline = spec.parallel.pipeline;
   const int mesh_per_process = tensor * pipeline;
   const int data_processes = processes / mesh_per_process;
   const int replicas_per_process = spec.parallel.data / data_processes;
@@ -71,11 +89,11 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
     const int M = spec.grad_accum_steps();
     std::string blocks;
     for (int stage = 0; stage < pipeline; ++stage) {
-      const auto [first, count] = stage_layers(shape, stage, pipeline);
+      const auto [first, count] = stage_blocks(model, stage, pipeline);
       blocks += fmt::format("{}{}-{}", stage == 0 ? "" : " | ", first, first + count - 1);
     }
-    fmt::print("pipeline stages:   blocks {} (+ LM head, worth {:.1f} blocks, on the last)\n",
-               blocks, head_cost_in_blocks(shape));
+    fmt::print("pipeline stages:   blocks {} (+ the head, worth {:.1f} blocks, on the last)\n",
+               blocks, model.last_cost);
     fmt::print("pipeline:          {} stages, {} schedule, {} micro-batches per replica: bubble "
                "{:.0f}% of each stage's time{}\n",
                pipeline, spec.parallel.schedule, M,
@@ -85,24 +103,28 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
                             : "");
   }
 
-  // Per process: the largest shard of the model (the first and last stages also hold wte);
-  // ZeRO-1 divides the optimizer state over the data-parallel processes.
-  double model_share = 0, activation_bytes = 0;
+  // Per process: the largest shard of the model (the first and last stages also hold a tied
+  // head); ZeRO-1 divides the optimizer state over the data-parallel processes.
+  double model_share = 0, buffer_share = 0, activation_bytes = 0;
   for (int stage = 0; stage < pipeline; ++stage) {
-    const ParameterLayout shard(shape, ModelShard{0, tensor, stage, pipeline});
+    const ParameterLayout shard(model, ModelShard{0, tensor, stage, pipeline});
     model_share = std::max(model_share, static_cast<double>(shard.total()));
+    buffer_share = std::max(buffer_share, static_cast<double>(shard.buffer_total()));
     // Activations with the micro-batches the stage's schedule keeps in flight.
     const int slots = pipeline_slots(spec.parallel.schedule, stage, pipeline,
                                      spec.grad_accum_steps());
     activation_bytes = std::max(
         activation_bytes,
-        4.0 * static_cast<double>(gpt2_activation_floats(shard, spec.train.micro_batch, T, slots)));
+        static_cast<double>(family->activation_bytes(shard, spec.train.micro_batch, slots)));
   }
-  const double params_bytes = 4 * model_share;
+  const auto optimizer = make_optimizer(spec.optim, layout, 0, 0);
+  const double state_count = static_cast<double>(optimizer->state_names().size());
+  const double params_bytes = 4 * (model_share + buffer_share);
   // ZeRO-2 reduce-scatters the gradients (each process receives 1/data_processes of the sum), but
   // the CPU backend still accumulates micro-steps into a full-size buffer, so it is counted whole.
   const double grads_bytes = 4 * model_share;
-  const double optimizer_bytes = 8 * model_share / (spec.parallel.zero >= 1 ? data_processes : 1);
+  const double state_whole = 4 * state_count * model_share;
+  const double optimizer_bytes = state_whole / (spec.parallel.zero >= 1 ? data_processes : 1);
   fmt::print("memory per process (fp32{}):\n",
              mesh_per_process > 1 ? ", the largest tensor x pipeline shard" : "");
   fmt::print("  parameters       {}\n", human_bytes(params_bytes));
@@ -112,12 +134,14 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
                                "accumulation buffer is full size)",
                                data_processes)
                  : "");
-  fmt::print("  optimizer state  {} (AdamW m and v){}\n", human_bytes(optimizer_bytes),
+  fmt::print("  optimizer state  {} ({}: {}){}\n", human_bytes(optimizer_bytes), optimizer->name(),
+             join(optimizer->state_names()),
              spec.parallel.zero >= 1 ? fmt::format("; ZeRO-{}: 1/{} of {}", spec.parallel.zero,
-                                                   data_processes, human_bytes(8 * model_share))
+                                                   data_processes, human_bytes(state_whole))
                                      : "");
-  fmt::print("  activations      {} (micro-batch {} x {} tokens, with backward scratch{})\n",
-             human_bytes(activation_bytes), spec.train.micro_batch, T,
+  fmt::print("  activations      {} (micro-batch {}{} {}, with backward scratch{})\n",
+             human_bytes(activation_bytes), spec.train.micro_batch,
+             units > 1 ? fmt::format(" x {}", units) : std::string(), unit,
              pipeline > 1 ? fmt::format("; the largest stage, {} schedule",
                                         spec.parallel.schedule)
                           : "");

@@ -15,6 +15,7 @@
 #include "cli/checkpoint_lookup.h"
 #include "cli/commands.h"
 #include "model/gpt2.h"
+#include "model/gpt2_family.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "train/train_checkpoint.h"
 #include "config/load_job_spec.h"
@@ -69,7 +70,12 @@ int run_sample_command(const std::string& job_path, const std::vector<std::strin
   const CheckpointModel loaded = load_checkpoint_model(job_path, sets, checkpoint);
   const std::string& path = loaded.path;
   const ParameterLayout& layout = *loaded.layout;
-  const GPT2Shape& shape = layout.shape();
+  const auto* gpt2 = dynamic_cast<const GPT2Family*>(loaded.family.get());
+  if (gpt2 == nullptr) {
+    throw SpecError("sample generates text from a GPT-2 checkpoint; " + path + " holds a " +
+                    loaded.family->name() + " model (use eval for it)");
+  }
+  const GPT2Shape& shape = gpt2->shape();
   const std::vector<float>& params = loaded.params;
   const TrainerState& state = loaded.state;
 
@@ -90,7 +96,7 @@ int run_sample_command(const std::string& job_path, const std::vector<std::strin
   // The model is causal: a window as long as the whole generation is enough.
   const int T = static_cast<int>(
       std::min<size_t>(static_cast<size_t>(shape.context), sequence.size() + tokens));
-  GPT2 model(layout, 1, T);
+  GPT2 model(shape, layout, 1, T);
   std::vector<int32_t> window(T, 0);
   Rng rng(seed);
   std::vector<double> probs(shape.vocab);

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "launch/process_world.h"
 #include "train/trainer.h"
+#include "util/error.h"
 
 namespace sg {
 
@@ -17,6 +18,18 @@ int run_train_command(const std::string& job_path, const std::vector<std::string
     return relaunch_under_mpirun(spec.devices.processes, program_arguments());
   }
   auto world = open_world(launcher);
+  if (world->size() != spec.devices.processes) {
+    // Every rank sees the same mismatch: rank 0 says so and all end normally with the usage
+    // code (no MPI_Abort from every rank at once, which can crash mpirun itself).
+    if (world->rank() == 0) {
+      fmt::print(stderr,
+                 "error: {}: the job asks for devices.processes {} but runs on {} process(es); "
+                 "launch it with mpirun -np {} or set devices.processes: {}\n",
+                 spec.source, spec.devices.processes, world->size(), spec.devices.processes,
+                 world->size());
+    }
+    return kExitUsage;
+  }
   const auto start = std::chrono::steady_clock::now();
   TrainOptions options;
   options.stop_after = stop_after;

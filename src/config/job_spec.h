@@ -9,19 +9,32 @@
 namespace sg {
 
 struct ModelSpec {
-  std::string arch = "gpt2";  // gpt2 (resnet later)
+  std::string arch = "gpt2";  // gpt2 | resnet
+  // gpt2
   int n_layer = 12;
   int n_head = 12;
   int n_embd = 768;
   int context = 1024;
   int vocab = 50257;           // padded internally to padded_vocab()
   float init_std = 0.02f;      // GPT-2 initialisation
+  // resnet
+  int depth = 50;              // 18 | 34 | 50 | 101 | 152, or 10 | 14 (small variants)
+  int width = 64;              // channels of the stem (torchvision: 64)
+  int classes = 1000;
+  int image_size = 224;
+  bool zero_init_residual = false;  // each block's last batch norm starts at scale 0
+  bool sync_bn = false;             // batch statistics over every data-parallel replica
+  double label_smoothing = 0.0;
 };
 
 struct DataSpec {
-  std::string dataset = "synthetic";  // openwebtext | wikipedia | tokens | synthetic
+  std::string dataset = "synthetic";  // openwebtext | wikipedia | tokens | synthetic | imagenet
   std::string train;                  // glob of llm.c token shards (not for synthetic)
   std::string val;                    // glob of validation shards (not for synthetic)
+  // imagenet: a tree (train/<wnid>/*.JPEG, val/) or the index.json `prepare imagenet` wrote
+  std::string root;
+  int workers = 0;                    // image decoding threads; 0 = auto
+  int64_t synthetic_images = 10000;   // synthetic images per epoch (resnet)
   // synthetic: a random Markov chain over model.vocab tokens, generated from the seed.
   int synthetic_order = 1;            // tokens of context the next-token law depends on
   int synthetic_branching = 4;        // successors with non-negligible probability per state
@@ -30,14 +43,18 @@ struct DataSpec {
 };
 
 struct OptimSpec {
-  std::string name = "adamw";      // adamw
+  std::string name = "adamw";      // adamw | sgd
   double lr = 6.0e-4;
   double min_lr = 6.0e-5;
   int warmup_steps = 700;
-  std::string decay = "cosine";    // cosine | linear | constant
-  std::array<double, 2> betas{0.9, 0.95};
-  double eps = 1e-8;
-  double weight_decay = 0.1;
+  std::string decay = "cosine";    // cosine | linear | step | constant
+  int decay_every = 0;             // step decay: multiply by decay_gamma every this many steps
+  double decay_gamma = 0.1;
+  std::array<double, 2> betas{0.9, 0.95};  // adamw
+  double eps = 1e-8;                       // adamw
+  double momentum = 0.9;                   // sgd
+  bool nesterov = false;                   // sgd
+  double weight_decay = 0.1;       // on the tensors the model marks (weights, not norms or biases)
   double grad_clip = 1.0;          // 0 disables clipping
 };
 

@@ -81,7 +81,11 @@ class SpecChecker {
 
   void check_model() {
     const ModelSpec& m = s_.model;
-    one_of("model.arch", m.arch, {"gpt2"});
+    one_of("model.arch", m.arch, {"gpt2", "resnet"});
+    if (m.arch == "resnet") {
+      check_resnet();
+      return;
+    }
     at_least("model.n_layer", m.n_layer, 1);
     at_least("model.n_head", m.n_head, 1);
     at_least("model.n_embd", m.n_embd, 1);
@@ -94,9 +98,45 @@ class SpecChecker {
     float_at_least("model.init_std", m.init_std, 0, false);
   }
 
+  void check_resnet() {
+    const ModelSpec& m = s_.model;
+    const int depth = m.depth;
+    if (depth != 10 && depth != 14 && depth != 18 && depth != 34 && depth != 50 && depth != 101 &&
+        depth != 152)
+      fail({"model.depth"}, fmt::format("model.depth must be 18, 34, 50, 101 or 152 (or 10 or 14, "
+                                        "small variants); got {}",
+                                        depth));
+    at_least("model.width", m.width, 1);
+    at_least("model.classes", m.classes, 2);
+    at_least("model.image_size", m.image_size, 32);
+    if (!(m.label_smoothing >= 0 && m.label_smoothing < 1))
+      fail({"model.label_smoothing"},
+           fmt::format("model.label_smoothing must lie in [0, 1); got {}", m.label_smoothing));
+  }
+
   void check_data() {
     const DataSpec& d = s_.data;
-    one_of("data.dataset", d.dataset, {"openwebtext", "wikipedia", "tokens", "synthetic"});
+    one_of("data.dataset", d.dataset,
+           {"openwebtext", "wikipedia", "tokens", "synthetic", "imagenet"});
+    at_least("data.workers", d.workers, 0);
+    const bool images = s_.model.arch == "resnet";
+    if (images) {
+      if (d.dataset != "imagenet" && d.dataset != "synthetic")
+        fail({"data.dataset", "model.arch"},
+             fmt::format("data.dataset {} holds tokens but model.arch resnet reads images; use "
+                         "imagenet or synthetic",
+                         d.dataset));
+      if (d.dataset == "imagenet" && d.root.empty())
+        fail({"data.root", "data.dataset"},
+             "data.dataset imagenet needs data.root: an ILSVRC-2012 tree (train/, val/) or the "
+             "directory `singularity prepare imagenet` wrote");
+      at_least("data.synthetic_images", d.synthetic_images, 1);
+      return;
+    }
+    if (d.dataset == "imagenet")
+      fail({"data.dataset", "model.arch"},
+           "data.dataset imagenet holds images but model.arch gpt2 reads tokens; use model.arch "
+           "resnet, or a token dataset");
     if (is_shard_dataset(d.dataset)) {
       if (s_.model.vocab > 65536)
         fail({"model.vocab", "data.dataset"},
@@ -136,14 +176,23 @@ class SpecChecker {
 
   void check_optim() {
     const OptimSpec& o = s_.optim;
-    one_of("optim.name", o.name, {"adamw"});
+    one_of("optim.name", o.name, {"adamw", "sgd"});
     float_at_least("optim.lr", o.lr, 0, false);
     float_at_least("optim.min_lr", o.min_lr, 0, true);
     if (o.min_lr > o.lr)
       fail({"optim.min_lr", "optim.lr"},
            fmt::format("optim.min_lr {} exceeds optim.lr {}; need 0 <= min_lr <= lr", o.min_lr, o.lr));
     at_least("optim.warmup_steps", o.warmup_steps, 0);
-    one_of("optim.decay", o.decay, {"cosine", "linear", "constant"});
+    one_of("optim.decay", o.decay, {"cosine", "linear", "step", "constant"});
+    if (o.decay == "step" && o.decay_every < 1)
+      fail({"optim.decay_every", "optim.decay"},
+           fmt::format("optim.decay step needs optim.decay_every >= 1 (steps between decays); "
+                       "got {}",
+                       o.decay_every));
+    at_least("optim.decay_every", o.decay_every, 0);
+    float_at_least("optim.decay_gamma", o.decay_gamma, 0, false);
+    if (!(o.momentum >= 0 && o.momentum < 1))
+      fail({"optim.momentum"}, fmt::format("optim.momentum must lie in [0, 1); got {}", o.momentum));
     for (double beta : o.betas)
       if (!(beta >= 0 && beta < 1))
         fail({"optim.betas"},
@@ -209,17 +258,23 @@ class SpecChecker {
     float_at_least("devices.peak_tflops", dev.peak_tflops, 0, true);
 
     const ModelSpec& m = s_.model;
-    if (m.n_head % p.tensor != 0)
+    if (m.arch == "resnet" && p.tensor > 1)
+      fail({"parallel.tensor", "model.arch"},
+           fmt::format("parallel.tensor {}: a ResNet has no tensor parallelism (its convolutions "
+                       "are not split, and splitting them would move more data than it saves); "
+                       "use parallel.data and parallel.pipeline",
+                       p.tensor));
+    if (m.arch == "gpt2" && m.n_head % p.tensor != 0)
       fail({"parallel.tensor", "model.n_head"},
            fmt::format("model.n_head {} is not divisible by parallel.tensor {}; tensor "
                        "parallelism splits the attention heads",
                        m.n_head, p.tensor));
-    if (s_.padded_vocab() % p.tensor != 0)
+    if (m.arch == "gpt2" && s_.padded_vocab() % p.tensor != 0)
       fail({"parallel.tensor", "model.vocab"},
            fmt::format("the padded vocabulary {} is not divisible by parallel.tensor {}; use a "
                        "power of two",
                        s_.padded_vocab(), p.tensor));
-    if (p.pipeline > m.n_layer)
+    if (m.arch == "gpt2" && p.pipeline > m.n_layer)
       fail({"parallel.pipeline", "model.n_layer"},
            fmt::format("parallel.pipeline {} exceeds model.n_layer {}; each stage needs a layer",
                        p.pipeline, m.n_layer));
@@ -242,6 +297,16 @@ class SpecChecker {
                        nearest_multiple(p.data, data_processes)));
     // Deterministic mode sums replicas in a fixed binary tree whose subtrees are the processes'
     // blocks of replicas (src/parallel/deterministic_reduce.h).
+    if (m.arch == "resnet" && s_.train.deterministic && dev.threads == 0)
+      fail({"train.deterministic", "devices.threads"},
+           "train.deterministic with model.arch resnet needs devices.threads set (the same for "
+           "every layout compared): oneDNN's convolution and batch-norm reductions sum in an "
+           "order that depends on the thread count");
+    if (m.arch == "resnet" && m.sync_bn && s_.train.deterministic)
+      fail({"train.deterministic", "model.sync_bn"},
+           "train.deterministic with model.sync_bn is not supported: synchronised statistics run "
+           "a process's replicas as one batch, whose gradient cannot be summed in the canonical "
+           "replica order; turn one of them off");
     const auto power_of_two = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0; };
     if (s_.train.deterministic &&
         (!power_of_two(data_processes) || !power_of_two(p.data / data_processes)))

@@ -64,6 +64,36 @@ bool decode_and_transform(float* out, const uint8_t* jpeg, size_t size, Split sp
   return true;
 }
 
+bool load_sample(float* out, const ImageEntry& e,
+                 const std::vector<std::unique_ptr<ImagePackReader>>& packs, Split split,
+                 uint64_t seed, int64_t epoch, int64_t sample, const LoaderOptions& options,
+                 JpegDecoder& decoder, RgbImage& scratch, std::vector<uint8_t>& bytes,
+                 std::string* why) {
+  const int side = options.augment.size;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  if (e.shard >= 0) {
+    auto r = packs[static_cast<size_t>(e.shard)]->range(e.offset, e.size);
+    data = r.first;
+    size = r.second;
+  } else if (std::FILE* f = std::fopen(e.path.c_str(), "rb")) {
+    std::fseek(f, 0, SEEK_END);
+    const long length = std::ftell(f);
+    std::fseek(f, 0, SEEK_SET);
+    bytes.resize(length > 0 ? static_cast<size_t>(length) : 0);
+    size = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+    data = bytes.data();
+  }
+  if (data == nullptr) {
+    if (why != nullptr) *why = "cannot open";
+    std::fill(out, out + 3 * static_cast<size_t>(side) * side, 0.0f);
+    return false;
+  }
+  return decode_and_transform(out, data, size, split, seed, epoch, sample, options, decoder,
+                              scratch, why);
+}
+
 namespace {
 
 struct BatchSpan {
@@ -132,28 +162,10 @@ struct ImageBatchLoader::State {
     const ImageEntry& e = (*entries)[sample];
     const int side = options.augment.size;
     float* out = batch.images.data() + static_cast<size_t>(j) * 3 * side * side;
-    const uint8_t* data = nullptr;
-    size_t size = 0;
     std::string why;
-    if (e.shard >= 0) {
-      auto r = packs[e.shard]->range(e.offset, e.size);
-      data = r.first;
-      size = r.second;
-    } else if (std::FILE* f = std::fopen(e.path.c_str(), "rb")) {
-      std::fseek(f, 0, SEEK_END);
-      const long length = std::ftell(f);
-      std::fseek(f, 0, SEEK_SET);
-      bytes.resize(length > 0 ? static_cast<size_t>(length) : 0);
-      size = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
-      std::fclose(f);
-      data = bytes.data();
-    } else {
-      why = "cannot open";
-    }
-    bool ok = data != nullptr && decode_and_transform(out, data, size, split, options.seed, epoch, sample, options,
-                                                      decoder, scratch, &why);
+    const bool ok = load_sample(out, e, packs, split, options.seed, epoch, sample, options, decoder,
+                                scratch, bytes, &why);
     if (!ok) {
-      if (data == nullptr) std::fill(out, out + 3 * static_cast<size_t>(side) * side, 0.0f);
       failures.fetch_add(1);
       std::lock_guard<std::mutex> lock(mutex);
       if (logged.insert(e.path).second)

@@ -54,6 +54,17 @@ bool decode_and_transform(float* out, const uint8_t* jpeg, size_t size, Split sp
                           int64_t sample_index, const LoaderOptions& options, JpegDecoder& decoder,
                           RgbImage& scratch, std::string* why);
 
+class ImagePackReader;
+
+// One sample of the split: its JPEG read (from its pack shard or its file) and transformed into
+// out (3, size, size). false when it cannot be read or decoded (out is then zeros, *why says
+// why). Thread-safe with one decoder, scratch and bytes buffer per thread.
+bool load_sample(float* out, const ImageEntry& entry,
+                 const std::vector<std::unique_ptr<ImagePackReader>>& packs, Split split,
+                 uint64_t seed, int64_t epoch, int64_t sample, const LoaderOptions& options,
+                 JpegDecoder& decoder, RgbImage& scratch, std::vector<uint8_t>& bytes,
+                 std::string* why);
+
 class ImageBatchLoader {
  public:
   // Throws sg::SpecError for options that cannot work (batch_size < 1, a start position past

@@ -252,6 +252,58 @@ ImageIndex scan_imagenet(const std::string& root, std::vector<std::string>* prob
   return index;
 }
 
+ImageIndex scan_flat_images(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw RunError(fmt::format("{}: no such directory", dir));
+  ImageIndex index;
+  index.root = dir;
+  const std::string parent = fs::path(dir).lexically_normal().parent_path().string();
+  std::vector<std::pair<std::string, std::string>> files;  // (wnid, path)
+  for (const auto& f : sorted_children(dir)) {
+    const std::string name = f.filename().string();
+    const size_t cut = name.find('_');
+    if (!has_jpeg_extension(name) || cut == std::string::npos || name[0] != 'n') continue;
+    files.emplace_back(name.substr(0, cut), f.string());
+  }
+  if (files.empty()) {
+    throw RunError(fmt::format("{}: no train/ or val/ folder and no <wnid>_*.JPEG images; expected "
+                               "the ILSVRC-2012 layout, an imagenet_index.json, or a flat folder of "
+                               "ImageNet-named JPEGs", dir));
+  }
+  if (!read_class_list({dir, parent}, index.wnids, index.class_names)) {
+    for (const auto& [wnid, path] : files) index.wnids.push_back(wnid);
+    std::sort(index.wnids.begin(), index.wnids.end());
+    index.wnids.erase(std::unique(index.wnids.begin(), index.wnids.end()), index.wnids.end());
+    index.class_names = index.wnids;
+  }
+  std::map<std::string, int32_t> label_of;
+  for (size_t i = 0; i < index.wnids.size(); ++i) label_of[index.wnids[i]] = static_cast<int32_t>(i);
+  for (const auto& [wnid, path] : files) {
+    auto it = label_of.find(wnid);
+    if (it == label_of.end()) {
+      throw RunError(fmt::format("{}: wnid {} is not in the class list", path, wnid));
+    }
+    index.train.push_back({path, it->second});
+  }
+  index.val = index.train;
+  return index;
+}
+
+ImageIndex open_image_index(const std::string& root, std::vector<std::string>* problems) {
+  std::error_code ec;
+  if (fs::is_regular_file(root, ec)) return load_image_index(root);
+  const fs::path index_file = fs::path(root) / "imagenet_index.json";
+  if (fs::is_regular_file(index_file, ec)) return load_image_index(index_file.string());
+  if (!fs::is_directory(root, ec)) {
+    throw RunError(fmt::format("{}: no such file or directory; set data.root to an ImageNet tree or "
+                               "the directory `singularity prepare imagenet` wrote", root));
+  }
+  const bool tree = fs::is_directory(fs::path(root) / "train", ec) ||
+                    fs::is_directory(fs::path(root) / "val", ec) ||
+                    fs::is_directory(fs::path(root) / "ILSVRC/Data/CLS-LOC", ec);
+  return tree ? scan_imagenet(root, problems) : scan_flat_images(root);
+}
+
 namespace {
 
 nlohmann::json split_to_json(const std::vector<ImageEntry>& entries, const std::string& root) {

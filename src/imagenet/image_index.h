@@ -47,6 +47,18 @@ const std::vector<ImageEntry>& entries_of(const ImageIndex& index, Split split);
 // null), one line each naming the file; a root without train/ and val/ throws sg::RunError.
 ImageIndex scan_imagenet(const std::string& root, std::vector<std::string>* problems);
 
+// A flat folder of JPEGs named like ImageNet's training files, <wnid>_<anything>.JPEG (the
+// sample images in shared/data/imagenet/sample): every image is labelled by its wnid and serves
+// as both train and val. Classes come from LOC_synset_mapping.txt or imagenet_class_index.json
+// in the folder or its parent (the standard labels), else the wnids present. RunError when no
+// such image is there.
+ImageIndex scan_flat_images(const std::string& dir);
+
+// The index a job's data.root names: an imagenet_index.json (or a directory holding one, as
+// `prepare imagenet` writes), an ILSVRC-2012 tree, or a flat folder (scan_flat_images). Problems
+// that leave a usable index go to *problems.
+ImageIndex open_image_index(const std::string& root, std::vector<std::string>* problems);
+
 // JSON: {"format": "singularity-imagenet-index", "version": 1, root, wnids, class_names, packs,
 // train: {paths, labels[, shards, offsets, sizes]}, val: {...}}. Paths under root are stored
 // relative to it. Throws sg::RunError naming the file on I/O or format errors.

@@ -2,13 +2,6 @@
 
 #include <cstring>
 
-#include "kernels/attention.h"
-#include "kernels/crossentropy.h"
-#include "kernels/encoder.h"
-#include "kernels/gelu.h"
-#include "kernels/layernorm.h"
-#include "kernels/matmul.h"
-#include "kernels/residual.h"
 #include "util/error.h"
 
 namespace sg {
@@ -22,7 +15,7 @@ struct BlockTensors {
 
 BlockTensors block_tensors(const ParameterLayout& layout, const float* base, int local_layer) {
   const auto& ts = layout.tensors();
-  const size_t i = layout.block_first(local_layer);
+  const size_t i = layout.block_tensors(local_layer).first;
   float* b = const_cast<float*>(base);
   auto at = [&](size_t k) { return b + ts[i + k].offset; };
   return {at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(8), at(9), at(10), at(11)};
@@ -33,13 +26,14 @@ struct Widths {
   size_t N, C, Ca, Cm, NHl, Vl;  // rows, model width, attention, MLP, heads, vocabulary rows
 };
 
-Widths widths_of(const ParameterLayout& layout, size_t B, size_t T) {
+Widths widths_of(const GPT2Shape& shape, const ParameterLayout& layout, size_t B, size_t T) {
+  const GPT2Split split = gpt2_split(shape, layout.shard());
   return {B * T,
-          static_cast<size_t>(layout.shape().n_embd),
-          static_cast<size_t>(layout.attn_width()),
-          static_cast<size_t>(layout.mlp_width()),
-          static_cast<size_t>(layout.local_heads()),
-          static_cast<size_t>(layout.vocab_rows())};
+          static_cast<size_t>(shape.n_embd),
+          static_cast<size_t>(split.attn_width),
+          static_cast<size_t>(split.mlp_width),
+          static_cast<size_t>(split.local_heads),
+          static_cast<size_t>(split.vocab_rows)};
 }
 
 // Per-layer activation floats.
@@ -59,32 +53,26 @@ size_t layer_floats(const Widths& w, size_t B, size_t T) {
 }
 
 size_t slot_floats(const ParameterLayout& layout, const Widths& w, size_t B, size_t T) {
-  size_t n = w.N * w.C /*input*/ + layout.layers() * layer_floats(w, B, T);
-  if (layout.has_head()) n += w.N * w.C + 2 * w.N /*lnf*/ + w.N * w.Vl + w.N + 3 * w.N;
+  size_t n = w.N * w.C /*input*/ + layout.blocks() * layer_floats(w, B, T);
+  if (layout.last_stage()) n += w.N * w.C + 2 * w.N /*lnf*/ + w.N * w.Vl + w.N + 3 * w.N;
   return n;
-}
-
-// out[n, :] += bias for the row-parallel layers, whose bias is added after the all-reduce.
-void add_bias(float* out, const float* bias, size_t N, size_t C) {
-#pragma omp parallel for schedule(static)
-  for (size_t n = 0; n < N; ++n) {
-    for (size_t c = 0; c < C; ++c) out[n * C + c] += bias[c];
-  }
 }
 
 }  // namespace
 
-size_t gpt2_activation_floats(const ParameterLayout& layout, int B, int T, int slots) {
-  const Widths w = widths_of(layout, B, T);
+size_t gpt2_activation_floats(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T,
+                              int slots) {
+  const Widths w = widths_of(shape, layout, B, T);
   const size_t scratch = w.N * w.C /*dresidual*/ + w.N * w.C /*dln*/ + w.N * 3 * w.Ca /*dqkv*/ +
                          w.N * w.Ca /*datty*/ + static_cast<size_t>(B) * w.NHl * T * T /*datt*/ +
                          2 * w.N * w.Cm /*dfch, dfch_gelu*/;
   return static_cast<size_t>(slots) * slot_floats(layout, w, B, T) + scratch;
 }
 
-GPT2::GPT2(const ParameterLayout& layout, int B, int T, int slots, TensorGroup* tp)
-    : layout_(layout), shape_(layout.shape()), B_(B), T_(T), tp_(tp),
-      tensors_(layout.shard().tensors) {
+GPT2::GPT2(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T, int slots,
+           TensorGroup* tp, Backend& backend)
+    : layout_(layout), shape_(shape), split_(gpt2_split(shape, layout.shard())), B_(B), T_(T),
+      tp_(tp), backend_(backend), tensors_(layout.shard().tensors) {
   if (T > shape_.context) {
     throw SpecError("sequence length " + std::to_string(T) + " exceeds model.context " +
                     std::to_string(shape_.context));
@@ -93,26 +81,28 @@ GPT2::GPT2(const ParameterLayout& layout, int B, int T, int slots, TensorGroup* 
     throw RunError("GPT2: a tensor-split layout needs its tensor-parallel group");
   }
   if (const ParamTensor* t = layout.find_if("wte")) wte_ = t->offset;
-  if (layout.has_embedding()) wpe_ = layout.find("wpe").offset;
-  if (layout.has_head()) {
+  if (layout.first_stage()) wpe_ = layout.find("wpe").offset;
+  if (layout.last_stage()) {
     const ParamTensor& lnfw = layout.find("ln_f.weight");
     lnfw_ = lnfw.offset;
     lnf_index_ = static_cast<size_t>(&lnfw - layout.tensors().data());
     lnfb_ = layout.find("ln_f.bias").offset;
   }
-  arena_.assign(gpt2_activation_floats(layout, B, T, slots), 0.0f);
-  float* p = arena_.data();
+  const size_t arena_floats = gpt2_activation_floats(shape, layout, B, T, slots);
+  arena_ = Buffer(backend, arena_floats * sizeof(float));
+  backend.zero(arena_.as<float>(), arena_floats);
+  float* p = arena_.as<float>();
   auto take = [&](size_t n) {
     float* r = p;
     p += n;
     return r;
   };
-  const Widths w = widths_of(layout, B, T);
+  const Widths w = widths_of(shape, layout, B, T);
   const size_t N = w.N, C = w.C, att = static_cast<size_t>(B) * w.NHl * T * T;
   slots_.resize(static_cast<size_t>(slots));
   for (Slot& s : slots_) {
     s.input = take(N * C);
-    s.layers.resize(static_cast<size_t>(layout.layers()));
+    s.layers.resize(static_cast<size_t>(layout.blocks()));
     for (auto& a : s.layers) {
       a.ln1 = take(N * C);
       a.ln1_mean = take(N);
@@ -130,7 +120,7 @@ GPT2::GPT2(const ParameterLayout& layout, int B, int T, int slots, TensorGroup* 
       a.fcproj = take(N * C);
       a.residual3 = take(N * C);
     }
-    if (layout.has_head()) {
+    if (layout.last_stage()) {
       s.lnf = take(N * C);
       s.lnf_mean = take(N);
       s.lnf_rstd = take(N);
@@ -159,54 +149,54 @@ const float* GPT2::stage_output(int slot) const {
 
 void GPT2::block_forward(Slot& s, int l, const float* params, const float* x) {
   const int B = B_, T = T_, N = B * T, C = shape_.n_embd;
-  const int Ca = layout_.attn_width(), Cm = layout_.mlp_width(), NH = layout_.local_heads();
+  const int Ca = split_.attn_width, Cm = split_.mlp_width, NH = split_.local_heads;
   const BlockTensors w = block_tensors(layout_, params, l);
   LayerActs& a = s.layers[l];
   const bool split = tensors_ > 1;
   // Attention: heads split column-parallel (qkv), output projection row-parallel, whose partial
   // sums are all-reduced before the (replicated) bias is added.
-  cpu::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, w.ln1w, w.ln1b, N, C);
-  cpu::matmul_forward(a.qkv, a.ln1, w.qkvw, w.qkvb, N, C, 3 * Ca);
-  cpu::attention_forward(a.atty, a.att, a.qkv, B, T, Ca, NH);
-  cpu::matmul_forward(a.attproj, a.atty, w.attprojw, split ? nullptr : w.attprojb, N, Ca, C);
+  backend_.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, w.ln1w, w.ln1b, N, C);
+  backend_.matmul_forward(a.qkv, a.ln1, w.qkvw, w.qkvb, N, C, 3 * Ca);
+  backend_.attention_forward(a.atty, a.att, a.qkv, B, T, Ca, NH);
+  backend_.matmul_forward(a.attproj, a.atty, w.attprojw, split ? nullptr : w.attprojb, N, Ca, C);
   if (split) {
     tp_sum(a.attproj, static_cast<size_t>(N) * C);
-    add_bias(a.attproj, w.attprojb, N, C);
+    backend_.add_bias(a.attproj, w.attprojb, N, C);
   }
-  cpu::residual_forward(a.residual2, x, a.attproj, static_cast<long>(N) * C);
+  backend_.residual_forward(a.residual2, x, a.attproj, static_cast<long>(N) * C);
   // MLP: c_fc column-parallel, c_proj row-parallel.
-  cpu::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, w.ln2w, w.ln2b, N, C);
-  cpu::matmul_forward(a.fch, a.ln2, w.fcw, w.fcb, N, C, Cm);
-  cpu::gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * Cm);
-  cpu::matmul_forward(a.fcproj, a.fch_gelu, w.fcprojw, split ? nullptr : w.fcprojb, N, Cm, C);
+  backend_.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, w.ln2w, w.ln2b, N, C);
+  backend_.matmul_forward(a.fch, a.ln2, w.fcw, w.fcb, N, C, Cm);
+  backend_.gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * Cm);
+  backend_.matmul_forward(a.fcproj, a.fch_gelu, w.fcprojw, split ? nullptr : w.fcprojb, N, Cm, C);
   if (split) {
     tp_sum(a.fcproj, static_cast<size_t>(N) * C);
-    add_bias(a.fcproj, w.fcprojb, N, C);
+    backend_.add_bias(a.fcproj, w.fcprojb, N, C);
   }
-  cpu::residual_forward(a.residual3, a.residual2, a.fcproj, static_cast<long>(N) * C);
+  backend_.residual_forward(a.residual3, a.residual2, a.fcproj, static_cast<long>(N) * C);
 }
 
 void GPT2::loss_forward(Slot& s, const int32_t* targets, float fused_dloss) {
-  const int N = B_ * T_, V = shape_.vocab, Vl = layout_.vocab_rows();
+  const int N = B_ * T_, V = shape_.vocab, Vl = split_.vocab_rows;
   if (tensors_ == 1) {
     if (fused_dloss != 0.0f) {
-      cpu::crossentropy_forward_backward(s.losses, s.logits, s.logits, targets, fused_dloss, N, V,
+      backend_.crossentropy_forward_backward(s.losses, s.logits, s.logits, targets, fused_dloss, N, V,
                                          Vl);
     } else {
-      cpu::crossentropy_forward(s.losses, s.logits, s.logits, targets, N, V, Vl);
+      backend_.crossentropy_forward(s.losses, s.logits, s.logits, targets, N, V, Vl);
     }
     return;
   }
   // Vocabulary-parallel: only per-row statistics cross the tensor group, never the logits.
-  const int v0 = layout_.vocab_begin();
+  const int v0 = split_.vocab_begin;
   float *row_max = s.ce_stats, *sum_exp = s.ce_stats + N, *target_logit = s.ce_stats + 2 * N;
-  cpu::crossentropy_vp_max(row_max, s.logits, N, Vl, v0, V);
+  backend_.crossentropy_vp_max(row_max, s.logits, N, Vl, v0, V);
   tp_->all_reduce_max(row_max, static_cast<size_t>(N));
-  cpu::crossentropy_vp_sums(sum_exp, target_logit, s.logits, row_max, targets, N, Vl, v0, V);
+  backend_.crossentropy_vp_sums(sum_exp, target_logit, s.logits, row_max, targets, N, Vl, v0, V);
   tp_sum(sum_exp, 2 * static_cast<size_t>(N));  // sum_exp and target_logit are adjacent
-  cpu::crossentropy_vp_losses(s.losses, row_max, sum_exp, target_logit, N);
+  backend_.crossentropy_vp_losses(s.losses, row_max, sum_exp, target_logit, N);
   if (fused_dloss != 0.0f) {
-    cpu::crossentropy_vp_backward(s.logits, s.logits, row_max, sum_exp, targets, fused_dloss, N,
+    backend_.crossentropy_vp_backward(s.logits, s.logits, row_max, sum_exp, targets, fused_dloss, N,
                                   Vl, v0, V);
   }
 }
@@ -215,25 +205,25 @@ float GPT2::forward_stage(int slot, const float* params, const int32_t* inputs,
                           const int32_t* targets, float fused_dloss) {
   const int B = B_, T = T_, C = shape_.n_embd, N = B * T;
   Slot& s = slots_[slot];
-  if (layout_.has_embedding()) {
+  if (layout_.first_stage()) {
     if (tensors_ == 1) {
-      cpu::encoder_forward(s.input, inputs, params + wte_, params + wpe_, B, T, C);
+      backend_.encoder_forward(s.input, inputs, params + wte_, params + wpe_, B, T, C);
     } else {  // each rank looks up its vocabulary rows, zeros elsewhere; the sum is exact
-      cpu::embedding_forward_vocab_range(s.input, inputs, params + wte_, N, C,
-                                         layout_.vocab_begin(), layout_.vocab_rows());
+      backend_.embedding_forward_vocab_range(s.input, inputs, params + wte_, N, C,
+                                         split_.vocab_begin, split_.vocab_rows);
       tp_sum(s.input, static_cast<size_t>(N) * C);
-      cpu::position_add(s.input, params + wpe_, B, T, C);
+      backend_.position_add(s.input, params + wpe_, B, T, C);
     }
   }
   const float* x = s.input;
-  for (int l = 0; l < layout_.layers(); ++l) {
+  for (int l = 0; l < layout_.blocks(); ++l) {
     block_forward(s, l, params, x);
     x = s.layers[l].residual3;
   }
   s.have_probs = false;
-  if (!layout_.has_head()) return 0.0f;
-  cpu::layernorm_forward(s.lnf, s.lnf_mean, s.lnf_rstd, x, params + lnfw_, params + lnfb_, N, C);
-  cpu::matmul_forward(s.logits, s.lnf, params + wte_, nullptr, N, C, layout_.vocab_rows());
+  if (!layout_.last_stage()) return 0.0f;
+  backend_.layernorm_forward(s.lnf, s.lnf_mean, s.lnf_rstd, x, params + lnfw_, params + lnfb_, N, C);
+  backend_.matmul_forward(s.logits, s.lnf, params + wte_, nullptr, N, C, split_.vocab_rows);
   if (targets == nullptr) return 0.0f;
   loss_forward(s, targets, fused_dloss);
   s.fused_dloss = fused_dloss;
@@ -245,13 +235,13 @@ float GPT2::forward_stage(int slot, const float* params, const int32_t* inputs,
 
 void GPT2::logits_backward(Slot& s, const int32_t* targets, float dloss) {
   if (!s.have_probs) throw RunError("GPT2::backward called without a forward pass with targets");
-  const int N = B_ * T_, V = shape_.vocab, Vl = layout_.vocab_rows();
+  const int N = B_ * T_, V = shape_.vocab, Vl = split_.vocab_rows;
   if (s.fused_dloss == 0.0f) {
     if (tensors_ == 1) {
-      cpu::crossentropy_backward(s.logits, s.logits, targets, dloss, N, V, Vl);
+      backend_.crossentropy_backward(s.logits, s.logits, targets, dloss, N, V, Vl);
     } else {
-      cpu::crossentropy_vp_backward(s.logits, s.logits, s.ce_stats, s.ce_stats + N, targets, dloss,
-                                    N, Vl, layout_.vocab_begin(), V);
+      backend_.crossentropy_vp_backward(s.logits, s.logits, s.ce_stats, s.ce_stats + N, targets, dloss,
+                                    N, Vl, split_.vocab_begin, V);
     }
   } else if (s.fused_dloss != dloss) {
     throw RunError("GPT2::backward: dloss differs from the one fused into the forward pass");
@@ -261,7 +251,7 @@ void GPT2::logits_backward(Slot& s, const int32_t* targets, float dloss) {
 
 void GPT2::block_backward(Slot& s, int l, float* grads, const float* params, const float* x) {
   const int B = B_, T = T_, C = shape_.n_embd, N = B * T;
-  const int Ca = layout_.attn_width(), Cm = layout_.mlp_width(), NH = layout_.local_heads();
+  const int Ca = split_.attn_width, Cm = split_.mlp_width, NH = split_.local_heads;
   const long NC = static_cast<long>(N) * C;
   const BlockTensors w = block_tensors(layout_, params, l);
   const BlockTensors g = block_tensors(layout_, grads, l);
@@ -269,31 +259,31 @@ void GPT2::block_backward(Slot& s, int l, float* grads, const float* params, con
   // The row-parallel layers' input gradients are local; the column-parallel layers' are partial
   // sums over the tensor ranks, all-reduced before the (replicated) layernorm backward.
   // MLP branch: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2))))
-  std::memset(dfch_gelu_, 0, sizeof(float) * N * Cm);
-  cpu::matmul_backward(dfch_gelu_, g.fcprojw, g.fcprojb, dresidual_, a.fch_gelu, w.fcprojw, N, Cm,
+  zero(dfch_gelu_, static_cast<size_t>(N) * Cm);
+  backend_.matmul_backward(dfch_gelu_, g.fcprojw, g.fcprojb, dresidual_, a.fch_gelu, w.fcprojw, N, Cm,
                        C);
-  std::memset(dfch_, 0, sizeof(float) * N * Cm);
-  cpu::gelu_backward(dfch_, a.fch, dfch_gelu_, static_cast<long>(N) * Cm);
-  std::memset(dln_, 0, sizeof(float) * NC);
-  cpu::matmul_backward(dln_, g.fcw, g.fcb, dfch_, a.ln2, w.fcw, N, C, Cm);
+  zero(dfch_, static_cast<size_t>(N) * Cm);
+  backend_.gelu_backward(dfch_, a.fch, dfch_gelu_, static_cast<long>(N) * Cm);
+  zero(dln_, static_cast<size_t>(NC));
+  backend_.matmul_backward(dln_, g.fcw, g.fcb, dfch_, a.ln2, w.fcw, N, C, Cm);
   tp_sum(dln_, static_cast<size_t>(NC));
-  cpu::layernorm_backward(dresidual_, g.ln2w, g.ln2b, dln_, a.residual2, w.ln2w, a.ln2_mean,
+  backend_.layernorm_backward(dresidual_, g.ln2w, g.ln2b, dln_, a.residual2, w.ln2w, a.ln2_mean,
                           a.ln2_rstd, N, C);
   // Attention branch: residual2 = x + attproj(attention(qkv(ln1(x))))
-  std::memset(datty_, 0, sizeof(float) * N * Ca);
-  cpu::matmul_backward(datty_, g.attprojw, g.attprojb, dresidual_, a.atty, w.attprojw, N, Ca, C);
-  std::memset(dqkv_, 0, sizeof(float) * N * 3 * Ca);
-  cpu::attention_backward(dqkv_, datt_, datty_, a.qkv, a.att, B, T, Ca, NH);
-  std::memset(dln_, 0, sizeof(float) * NC);
-  cpu::matmul_backward(dln_, g.qkvw, g.qkvb, dqkv_, a.ln1, w.qkvw, N, C, 3 * Ca);
+  zero(datty_, static_cast<size_t>(N) * Ca);
+  backend_.matmul_backward(datty_, g.attprojw, g.attprojb, dresidual_, a.atty, w.attprojw, N, Ca, C);
+  zero(dqkv_, static_cast<size_t>(N) * 3 * Ca);
+  backend_.attention_backward(dqkv_, datt_, datty_, a.qkv, a.att, B, T, Ca, NH);
+  zero(dln_, static_cast<size_t>(NC));
+  backend_.matmul_backward(dln_, g.qkvw, g.qkvb, dqkv_, a.ln1, w.qkvw, N, C, 3 * Ca);
   tp_sum(dln_, static_cast<size_t>(NC));
-  cpu::layernorm_backward(dresidual_, g.ln1w, g.ln1b, dln_, x, w.ln1w, a.ln1_mean, a.ln1_rstd, N,
+  backend_.layernorm_backward(dresidual_, g.ln1w, g.ln1b, dln_, x, w.ln1w, a.ln1_mean, a.ln1_rstd, N,
                           C);
 }
 
 void GPT2::backward_stage(int slot, float* grads, const float* params, const int32_t* inputs,
                           const int32_t* targets, float dloss,
-                          const std::function<void(size_t, size_t)>& on_ready) {
+                          const OnReady& on_ready) {
   const int B = B_, T = T_, C = shape_.n_embd, N = B * T;
   const long NC = static_cast<long>(N) * C;
   const auto& ts = layout_.tensors();
@@ -303,36 +293,53 @@ void GPT2::backward_stage(int slot, float* grads, const float* params, const int
     const ParamTensor& last = ts[first_tensor + tensors - 1];
     on_ready(ts[first_tensor].offset, last.offset + last.numel);
   };
-  const int layers = layout_.layers();
-  if (layout_.has_head()) {
+  const int layers = layout_.blocks();
+  if (layout_.last_stage()) {
     // Logits gradient in place of the probabilities (unless the forward already fused it), then
     // the tied LM head, whose input gradient is a partial sum over the vocabulary shards.
     logits_backward(s, targets, dloss);
-    std::memset(dln_, 0, sizeof(float) * NC);
-    cpu::matmul_backward(dln_, grads + wte_, nullptr, s.logits, s.lnf, params + wte_, N, C,
-                         layout_.vocab_rows());
+    zero(dln_, static_cast<size_t>(NC));
+    backend_.matmul_backward(dln_, grads + wte_, nullptr, s.logits, s.lnf, params + wte_, N, C,
+                         split_.vocab_rows);
     tp_sum(dln_, static_cast<size_t>(NC));
     const float* x_last = layers > 0 ? s.layers.back().residual3 : s.input;
-    std::memset(dresidual_, 0, sizeof(float) * NC);
-    cpu::layernorm_backward(dresidual_, grads + lnfw_, grads + lnfb_, dln_, x_last,
+    zero(dresidual_, static_cast<size_t>(NC));
+    backend_.layernorm_backward(dresidual_, grads + lnfw_, grads + lnfb_, dln_, x_last,
                             params + lnfw_, s.lnf_mean, s.lnf_rstd, N, C);
     ready(lnf_index_, 2);
-    if (!layout_.has_embedding()) ready(ts.size() - 1, 1);  // the tied copy of wte
+    if (!layout_.first_stage()) ready(ts.size() - 1, 1);  // the tied copy of wte
   }
   // dresidual_ holds the gradient of the residual stream; each block adds its branches in place.
   for (int l = layers - 1; l >= 0; --l) {
     block_backward(s, l, grads, params, l == 0 ? s.input : s.layers[l - 1].residual3);
-    ready(layout_.block_first(l), ParameterLayout::kPerBlock);
+    const auto [first, count] = layout_.block_tensors(l);
+    ready(first, count);
   }
-  if (layout_.has_embedding()) {
+  if (layout_.first_stage()) {
     if (tensors_ == 1) {
-      cpu::encoder_backward(grads + wte_, grads + wpe_, dresidual_, inputs, B, T, C);
+      backend_.encoder_backward(grads + wte_, grads + wpe_, dresidual_, inputs, B, T, C);
     } else {
-      cpu::encoder_backward_vocab_range(grads + wte_, grads + wpe_, dresidual_, inputs, B, T, C,
-                                        layout_.vocab_begin(), layout_.vocab_rows());
+      backend_.encoder_backward_vocab_range(grads + wte_, grads + wpe_, dresidual_, inputs, B, T, C,
+                                        split_.vocab_begin, split_.vocab_rows);
     }
     ready(0, 2);  // wte (also the LM head), wpe
   }
+}
+
+}  // namespace sg
+
+namespace sg {
+
+float GPT2::forward(int slot, const float* params, float*, const MicroBatch& batch,
+                    const ForwardOptions& options) {
+  return forward_stage(slot, params, batch.data<int32_t>(0), batch.data<int32_t>(1),
+                       options.fused_dloss);
+}
+
+void GPT2::backward(int slot, float* grads, const float* params, const MicroBatch& batch,
+                    float dloss, const OnReady& on_ready) {
+  backward_stage(slot, grads, params, batch.data<int32_t>(0), batch.data<int32_t>(1), dloss,
+                 on_ready);
 }
 
 }  // namespace sg

@@ -1,31 +1,29 @@
 #pragma once
-// GPT-2 forward and backward on the CPU kernels, for a fixed micro-batch shape (B, T).
-// Parameters and gradients are flat buffers owned by the caller (the trainer owns them so that
-// replicas, ZeRO and checkpoints see plain ranges); activations are owned here and sized once.
+// GPT-2 forward and backward on a backend's ops, for a fixed micro-batch shape (B, T): one
+// pipeline stage of the model (StageModel, model_family.h). Parameters and gradients are flat
+// buffers owned by the caller (the trainer owns them so that replicas, ZeRO and checkpoints see
+// plain ranges); activations are owned here, allocated once from the backend.
 //
 // The layout may be a shard (parameter_layout.h): then this object runs one pipeline stage's
 // blocks with this tensor rank's heads, MLP columns and vocabulary rows, and the tensor-parallel
 // collectives go over `tp`. A stage keeps `slots` activation sets, one per micro-batch in flight
-// in the pipeline schedule.
+// in the pipeline schedule. Its batch is (tokens, targets), both (B,T) int32.
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
-#include "model/parameter_layout.h"
+#include "backend/backend.h"
+#include "model/gpt2_family.h"
+#include "model/model_family.h"
 #include "parallel/tensor_group.h"
 
 namespace sg {
 
-// Floats of activation memory of a (possibly sharded) model with `slots` micro-batches of
-// shape (B, T) in flight, including the gradient scratch. Used for allocation and by `plan`'s
-// memory estimate, so both agree.
-size_t gpt2_activation_floats(const ParameterLayout& layout, int B, int T, int slots = 1);
-
-class GPT2 {
+class GPT2 final : public StageModel {
  public:
   // tp may be nullptr when the layout is not tensor-split.
-  GPT2(const ParameterLayout& layout, int B, int T, int slots = 1, TensorGroup* tp = nullptr);
+  GPT2(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T, int slots = 1,
+       TensorGroup* tp = nullptr, Backend& backend = cpu_backend());
 
   int batch() const { return B_; }
   int seq_len() const { return T_; }
@@ -51,8 +49,7 @@ class GPT2 {
   // [begin, end) are final for this backward pass: ln_f first, then each block from the last to
   // the first, then the embeddings. Data parallelism starts reducing each range there.
   void backward(float* grads, const float* params, const int32_t* inputs,
-                const int32_t* targets, float dloss,
-                const std::function<void(size_t, size_t)>& on_ready = {}) {
+                const int32_t* targets, float dloss, const OnReady& on_ready = {}) {
     backward_stage(0, grads, params, inputs, targets, dloss, on_ready);
   }
 
@@ -64,11 +61,20 @@ class GPT2 {
   // Backward of the micro-batch in `slot`. A stage other than the last first needs the gradient
   // of its output in residual_grad(); afterwards residual_grad() holds the gradient of its input.
   void backward_stage(int slot, float* grads, const float* params, const int32_t* inputs,
-                      const int32_t* targets, float dloss,
-                      const std::function<void(size_t, size_t)>& on_ready = {});
-  float* stage_input(int slot) { return slots_[slot].input; }
-  const float* stage_output(int slot) const;
+                      const int32_t* targets, float dloss, const OnReady& on_ready = {});
   float* residual_grad() { return dresidual_; }
+
+  // StageModel: the batch is (tokens, targets).
+  float forward(int slot, const float* params, float* buffers, const MicroBatch& batch,
+                const ForwardOptions& options) override;
+  void backward(int slot, float* grads, const float* params, const MicroBatch& batch, float dloss,
+                const OnReady& on_ready) override;
+  size_t input_floats() const override { return stream_floats(); }
+  size_t output_floats() const override { return stream_floats(); }
+  float* stage_input(int slot) override { return slots_[static_cast<size_t>(slot)].input; }
+  const float* stage_output(int slot) const override;
+  float* output_grad() override { return dresidual_; }
+  const float* input_grad() const override { return dresidual_; }
 
   const float* logits() const { return slots_[0].logits; }  // (B,T,Vp/T) of slot 0
   const float* losses() const { return slots_[0].losses; }  // (B*T) of slot 0
@@ -88,6 +94,7 @@ class GPT2 {
     float fused_dloss = 0.0f;  // != 0: logits already holds the logits' gradient
   };
   void tp_sum(float* data, size_t n);
+  void zero(float* data, size_t n) { backend_.zero(data, n); }
   void block_forward(Slot& s, int l, const float* params, const float* x);
   void block_backward(Slot& s, int l, float* grads, const float* params, const float* x);
   void loss_forward(Slot& s, const int32_t* targets, float fused_dloss);
@@ -95,12 +102,14 @@ class GPT2 {
 
   const ParameterLayout& layout_;
   GPT2Shape shape_;
+  GPT2Split split_;
   int B_, T_;
   TensorGroup* tp_;
+  Backend& backend_;
   int tensors_;  // tensor-parallel degree
   size_t wte_ = 0, wpe_ = 0, lnfw_ = 0, lnfb_ = 0;  // offsets in the flat buffer
   size_t lnf_index_ = 0;                             // index of ln_f.weight in tensors()
-  std::vector<float> arena_;
+  Buffer arena_;
   std::vector<Slot> slots_;
   // gradient scratch, reused by every layer and slot
   float *dresidual_ = nullptr, *dln_ = nullptr, *dqkv_ = nullptr, *datty_ = nullptr,

@@ -10,6 +10,9 @@ double learning_rate_at(const OptimSpec& optim, int step, int total_steps) {
     return optim.lr * (step + 1) / optim.warmup_steps;
   }
   if (optim.decay == "constant") return optim.lr;
+  if (optim.decay == "step") {  // counted from step 0: "x0.1 at epochs 30, 60, 80"
+    return optim.lr * std::pow(optim.decay_gamma, step / std::max(1, optim.decay_every));
+  }
   const int decay_steps = std::max(1, total_steps - 1 - optim.warmup_steps);
   const double progress =
       std::clamp(static_cast<double>(step - optim.warmup_steps) / decay_steps, 0.0, 1.0);

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/grad_norm.h"
 #include "parallel/tensor_group.h"
 #include "util/error.h"
 
@@ -26,24 +25,26 @@ size_t shard_begin(int zero, size_t shard_size, int rank) {
 
 DataParallelOptimizer::DataParallelOptimizer(const ParameterLayout& layout, const OptimSpec& spec,
                                              int zero, Communicator& group,
-                                             Communicator* model_group)
+                                             Communicator* model_group, Backend& backend)
     : layout_(layout),
       zero_(zero),
       group_(group),
       model_group_(model_group),
+      backend_(backend),
       norm_ranges_(owned_ranges(layout)),
       shard_size_(shard_size_for(layout.total(), zero, group.size())),
-      adamw_(layout, spec, shard_begin(zero, shard_size_, group.rank()),
-             shard_begin(zero, shard_size_, group.rank()) + shard_size_) {
+      optimizer_(make_optimizer(spec, layout, shard_begin(zero, shard_size_, group.rank()),
+                                shard_begin(zero, shard_size_, group.rank()) + shard_size_,
+                                backend)) {
   if (zero < 0 || zero > 2) throw SpecError("parallel.zero must be 0, 1 or 2");
-  if (zero == 2) shard_scratch_.resize(shard_size_);
+  if (zero == 2) shard_scratch_ = Buffer(backend, shard_size_ * sizeof(float));
 }
 
 double DataParallelOptimizer::sum_of_squares(const float* grads, size_t begin, size_t end) const {
   double sum = 0;
   for (const auto& [b, e] : norm_ranges_) {
     const size_t lo = std::max(b, begin), hi = std::min(e, end);
-    if (lo < hi) sum += cpu::sum_of_squares(grads + lo, static_cast<long>(hi - lo));
+    if (lo < hi) sum += backend_.sum_of_squares(grads + lo, static_cast<long>(hi - lo));
   }
   return sum;
 }
@@ -55,48 +56,57 @@ double DataParallelOptimizer::over_model(double sum_squares) {
 float DataParallelOptimizer::step(float* params, float* grads, double lr, int step) {
   const size_t begin = shard_begin(zero_, shard_size_, group_.rank());
   if (zero_ == 2 && group_.size() > 1) {
-    group_.reduce_scatter_sum(shard_scratch_.data(), grads, shard_size_);
-    std::memcpy(grads + begin, shard_scratch_.data(), shard_size_ * sizeof(float));
+    float* scratch = shard_scratch_.as<float>();
+    group_.reduce_scatter_sum(scratch, grads, shard_size_);
+    backend_.copy(grads + begin, scratch, shard_size_ * sizeof(float));
   } else if (group_.size() > 1) {
     group_.all_reduce_sum(grads, zero_ == 0 ? layout_.total() : padded_size());
   }
   // Global norm: this process's range, then the sum over the group's ranges.
-  double sum_squares = sum_of_squares(grads, adamw_.begin(), adamw_.end());
+  double sum_squares = sum_of_squares(grads, optimizer_->begin(), optimizer_->end());
   if (zero_ > 0) group_.all_reduce_sum(&sum_squares, 1);
   const double norm = std::sqrt(over_model(sum_squares));
-  adamw_.update_range(params, grads, norm, lr, step);
+  optimizer_->update_range(params, grads, norm, lr, step);
   if (zero_ > 0 && group_.size() > 1) group_.all_gather_in_place(params, shard_size_);
   return static_cast<float>(norm);
 }
 
 float DataParallelOptimizer::step_reduced(float* params, float* grads, double lr, int step) {
   const double norm = std::sqrt(over_model(sum_of_squares(grads, 0, layout_.total())));
-  adamw_.update_range(params, grads, norm, lr, step);
+  optimizer_->update_range(params, grads, norm, lr, step);
   if (zero_ > 0 && group_.size() > 1) group_.all_gather_in_place(params, shard_size_);
   return static_cast<float>(norm);
 }
 
-void DataParallelOptimizer::gather_moments(std::vector<float>& m, std::vector<float>& v) {
+std::vector<std::vector<float>> DataParallelOptimizer::gather_state() {
   const size_t total = layout_.total();
-  if (zero_ == 0) {
-    m = adamw_.m();
-    v = adamw_.v();
-    return;
-  }
-  const size_t begin = adamw_.begin(), owned = adamw_.end() - adamw_.begin();
-  std::vector<float> buffer(padded_size(), 0.0f);
-  for (auto [moment, out] : {std::pair{&adamw_.m(), &m}, std::pair{&adamw_.v(), &v}}) {
+  const size_t begin = optimizer_->begin(), owned = optimizer_->end() - optimizer_->begin();
+  std::vector<std::vector<float>> out;
+  std::vector<float> buffer(zero_ == 0 ? 0 : padded_size(), 0.0f);
+  for (size_t i = 0; i < optimizer_->state_names().size(); ++i) {
+    const float* state = optimizer_->state(i);
+    if (zero_ == 0) {
+      out.emplace_back(state, state + total);
+      continue;
+    }
     std::fill(buffer.begin(), buffer.end(), 0.0f);
-    std::copy_n(moment->data(), owned, buffer.data() + begin);
+    std::copy_n(state, owned, buffer.data() + begin);
     group_.all_gather_in_place(buffer.data(), shard_size_);
-    out->assign(buffer.begin(), buffer.begin() + static_cast<long>(total));
+    out.emplace_back(buffer.begin(), buffer.begin() + static_cast<long>(total));
   }
+  return out;
 }
 
-void DataParallelOptimizer::load_moments(const float* m, const float* v) {
-  const size_t begin = adamw_.begin(), owned = adamw_.end() - adamw_.begin();
-  std::copy_n(m + begin, owned, adamw_.m().data());
-  std::copy_n(v + begin, owned, adamw_.v().data());
+void DataParallelOptimizer::load_state(const std::vector<const float*>& whole) {
+  if (whole.size() != optimizer_->state_names().size()) {
+    throw RunError("optimizer state: " + std::to_string(whole.size()) + " tensors given, " +
+                   optimizer_->name() + " has " +
+                   std::to_string(optimizer_->state_names().size()));
+  }
+  const size_t begin = optimizer_->begin(), owned = optimizer_->end() - optimizer_->begin();
+  for (size_t i = 0; i < whole.size(); ++i) {
+    std::copy_n(whole[i] + begin, owned, optimizer_->state(i));
+  }
 }
 
 }  // namespace sg

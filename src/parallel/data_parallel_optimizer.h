@@ -1,9 +1,9 @@
 #pragma once
 // The optimizer step of a data-parallel group (DESIGN §3): sums the gradients of every replica
-// in the group, clips by the global norm and applies AdamW.
+// in the group, clips by the global norm and applies the optimizer (any Optimizer).
 //   zero 0: all-reduce the gradients; every process updates every parameter.
-//   zero 1: all-reduce the gradients; each process keeps AdamW state for one contiguous shard of
-//           the flat buffer, updates that shard, and the shards are all-gathered.
+//   zero 1: all-reduce the gradients; each process keeps the optimizer state for one contiguous
+//           shard of the flat buffer, updates that shard, and the shards are all-gathered.
 //   zero 2: as 1, but the gradients are reduce-scattered, so each process receives only the
 //           summed gradient of its own shard (half the traffic of an all-reduce).
 // Buffers are padded to a multiple of the group size so shards are equal.
@@ -11,21 +11,25 @@
 // processes holding the same shard; the gradient norm then also sums over `model_group` (the
 // shards of one replica), counting each element once (owned_ranges in parameter_layout.h).
 #include <cstddef>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "comm/communicator.h"
 #include "config/job_spec.h"
 #include "model/parameter_layout.h"
-#include "optim/adamw_optimizer.h"
+#include "optim/optimizer.h"
 
 namespace sg {
 
 class DataParallelOptimizer {
  public:
   DataParallelOptimizer(const ParameterLayout& layout, const OptimSpec& spec, int zero,
-                        Communicator& group, Communicator* model_group = nullptr);
+                        Communicator& group, Communicator* model_group = nullptr,
+                        Backend& backend = cpu_backend());
 
-  // Floats the parameter and gradient buffers must hold (>= layout.total()).
+  // Elements the parameter and gradient buffers must hold (>= layout.total()).
   size_t padded_size() const {
     return zero_ == 0 ? layout_.total() : shard_size_ * static_cast<size_t>(group_.size());
   }
@@ -34,19 +38,23 @@ class DataParallelOptimizer {
   // grads: this process's sum over its replicas. Returns the global gradient norm before clipping.
   float step(float* params, float* grads, double lr, int step);
 
-  // Deterministic mode: grads already hold the group's total on every process (see
-  // deterministic_reduce.h). The norm is taken over the whole buffer, so its bits do not depend
-  // on the shards. Returns the norm before clipping.
+  // Deterministic mode and overlapped reductions: grads already hold the group's total on every
+  // process. The norm is taken over the whole buffer, so its bits do not depend on the shards.
+  // Returns the norm before clipping.
   float step_reduced(float* params, float* grads, double lr, int step);
 
-  // Full AdamW moments (layout.total() floats each), gathered from the shards under ZeRO.
-  // Collective: every process of the group must call it.
-  void gather_moments(std::vector<float>& m, std::vector<float>& v);
-  // Takes this process's part of full moments (layout.total() floats each).
-  void load_moments(const float* m, const float* v);
+  const Optimizer& optimizer() const { return *optimizer_; }
+  // The optimizer's whole state tensors (layout.total() elements each, in state_names() order),
+  // gathered from the shards under ZeRO. Collective: every process of the group must call it.
+  std::vector<std::vector<float>> gather_state();
+  // Takes this process's part of whole state tensors (layout.total() elements each).
+  void load_state(const std::vector<const float*>& whole);
 
   // Bytes of optimizer state this process holds.
-  size_t optimizer_state_bytes() const { return 2 * sizeof(float) * (adamw_.end() - adamw_.begin()); }
+  size_t optimizer_state_bytes() const {
+    return optimizer_->state_names().size() * sizeof(float) *
+           (optimizer_->end() - optimizer_->begin());
+  }
 
  private:
   // Sum of squares of grads over the owned ranges within [begin, end), in a fixed order.
@@ -56,10 +64,11 @@ class DataParallelOptimizer {
   int zero_;
   Communicator& group_;
   Communicator* model_group_;
+  Backend& backend_;
   std::vector<std::pair<size_t, size_t>> norm_ranges_;
   size_t shard_size_;
-  AdamWOptimizer adamw_;
-  std::vector<float> shard_scratch_;
+  std::unique_ptr<Optimizer> optimizer_;
+  Buffer shard_scratch_;
 };
 
 }  // namespace sg

@@ -9,32 +9,54 @@ namespace sg {
 namespace {
 constexpr int kForwardTag = 4101, kBackwardTag = 4102;  // in order per pair: MPI never reorders
 constexpr int kTiedTag = 4103;
-}  // namespace
 
-void add_tied_embedding_grads(const ParameterLayout& layout, float* grads, Communicator& pipe,
-                              std::vector<float>& scratch) {
-  const int last = pipe.size() - 1;
-  if (last == 0 || (!layout.has_embedding() && !layout.has_head())) return;
-  const ParamTensor& wte = layout.find("wte");
-  float* g = grads + wte.offset;
-  if (layout.has_head()) {
-    pipe.send(g, wte.numel * sizeof(float), 0, kTiedTag);
-    return;
+// The tied tensors of this stage: on the first stage the originals (before the blocks, marked
+// tied_to_last), on the last the copies. Their order is the model's order on both.
+std::vector<const ParamTensor*> tied_tensors(const ParameterLayout& layout) {
+  std::vector<const ParamTensor*> out;
+  for (const ParamTensor& t : layout.tensors()) {
+    const bool original = layout.first_stage() && t.block < 0 &&
+                          layout.model().tensors[t.global_index].tied_to_last;
+    if (original || t.tied_copy) out.push_back(&t);
   }
-  scratch.resize(wte.numel);
-  pipe.recv(scratch.data(), wte.numel * sizeof(float), last, kTiedTag);
-#pragma omp parallel for simd schedule(static)
-  for (size_t i = 0; i < wte.numel; ++i) g[i] += scratch[i];
+  return out;
 }
 
-void copy_tied_embedding(const ParameterLayout& layout, float* params, Communicator& pipe) {
+}  // namespace
+
+bool has_tied_tensors(const ParameterLayout& layout) {
+  for (const TensorSpec& t : layout.model().tensors) {
+    if (t.tied_to_last) return true;
+  }
+  return false;
+}
+
+void add_tied_grads(const ParameterLayout& layout, float* grads, Communicator& pipe,
+                    std::vector<float>& scratch) {
   const int last = pipe.size() - 1;
-  if (last == 0 || (!layout.has_embedding() && !layout.has_head())) return;
-  const ParamTensor& wte = layout.find("wte");
-  if (layout.has_embedding()) {
-    pipe.send(params + wte.offset, wte.numel * sizeof(float), last, kTiedTag);
-  } else {
-    pipe.recv(params + wte.offset, wte.numel * sizeof(float), 0, kTiedTag);
+  if (last == 0 || (!layout.first_stage() && !layout.last_stage())) return;
+  for (const ParamTensor* t : tied_tensors(layout)) {
+    float* g = grads + t->offset;
+    if (layout.last_stage()) {
+      pipe.send(g, t->numel * sizeof(float), 0, kTiedTag);
+      continue;
+    }
+    scratch.resize(t->numel);
+    pipe.recv(scratch.data(), t->numel * sizeof(float), last, kTiedTag);
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < t->numel; ++i) g[i] += scratch[i];
+  }
+}
+
+void copy_tied_params(const ParameterLayout& layout, float* params, Communicator& pipe) {
+  const int last = pipe.size() - 1;
+  if (last == 0 || (!layout.first_stage() && !layout.last_stage())) return;
+  for (const ParamTensor* t : tied_tensors(layout)) {
+    if (layout.first_stage()) {
+      pipe.send(params + t->offset, t->numel * sizeof(float), last, kTiedTag);
+    } else {
+      pipe.recv(params + t->offset, t->numel * sizeof(float), 0, kTiedTag);
+    }
   }
 }
 
@@ -44,8 +66,8 @@ int pipeline_slots(const std::string& schedule, int stage, int stages, int micro
   return std::max(1, std::min(micro_batches, stages - stage));
 }
 
-PipelineRunner::PipelineRunner(GPT2& model, Communicator& pipe, std::string schedule,
-                               int micro_batches)
+PipelineRunner::PipelineRunner(StageModel& model, std::vector<BatchField> fields,
+                               Communicator& pipe, std::string schedule, int micro_batches)
     : model_(model),
       pipe_(pipe),
       schedule_(std::move(schedule)),
@@ -53,34 +75,33 @@ PipelineRunner::PipelineRunner(GPT2& model, Communicator& pipe, std::string sche
       stage_(pipe.rank()),
       stages_(pipe.size()),
       slots_(pipeline_slots(schedule_, stage_, stages_, micro_batches)),
-      stream_floats_(model.stream_floats()) {
+      input_floats_(model.input_floats()),
+      output_floats_(model.output_floats()) {
   if (schedule_ != "gpipe" && schedule_ != "1f1b") {
     throw SpecError("parallel.schedule must be gpipe or 1f1b, not '" + schedule_ + "'");
   }
-  const size_t tokens = static_cast<size_t>(model.batch()) * model.seq_len();
-  inputs_.assign(static_cast<size_t>(slots_), std::vector<int32_t>(tokens));
-  targets_.assign(static_cast<size_t>(slots_), std::vector<int32_t>(tokens));
+  for (int s = 0; s < slots_; ++s) batches_.emplace_back(fields);
 }
 
-float* PipelineRunner::send_buffer(std::vector<std::vector<float>>& buffers, int m) {
+float* PipelineRunner::send_buffer(std::vector<std::vector<float>>& buffers, int m,
+                                   size_t floats) {
   if (buffers.size() <= static_cast<size_t>(m)) buffers.resize(static_cast<size_t>(m) + 1);
-  buffers[static_cast<size_t>(m)].resize(stream_floats_);
+  buffers[static_cast<size_t>(m)].resize(floats);
   return buffers[static_cast<size_t>(m)].data();
 }
 
-double PipelineRunner::forward(int m, int slot, const float* params, float dloss,
-                               const FillBatch& fill) {
-  int32_t* in = inputs_[static_cast<size_t>(slot)].data();
-  int32_t* tgt = targets_[static_cast<size_t>(slot)].data();
-  fill(m, in, tgt);
+double PipelineRunner::forward(int m, int slot, const float* params, float* buffers,
+                               const ForwardOptions& options, const FillBatch& fill) {
+  MicroBatch& batch = batches_[static_cast<size_t>(slot)];
+  fill(m, batch);
   if (stage_ > 0) {
-    pipe_.recv(model_.stage_input(slot), stream_floats_ * sizeof(float), stage_ - 1, kForwardTag);
+    pipe_.recv(model_.stage_input(slot), input_floats_ * sizeof(float), stage_ - 1, kForwardTag);
   }
-  const double loss = model_.forward_stage(slot, params, in, tgt, dloss);
+  const double loss = model_.forward(slot, params, buffers, batch, options);
   if (stage_ < stages_ - 1) {
-    float* out = send_buffer(forward_sends_, m);
-    std::memcpy(out, model_.stage_output(slot), stream_floats_ * sizeof(float));
-    pipe_.start_send(out, stream_floats_ * sizeof(float), stage_ + 1, kForwardTag);
+    float* out = send_buffer(forward_sends_, m, output_floats_);
+    std::memcpy(out, model_.stage_output(slot), output_floats_ * sizeof(float));
+    sends_.push_back(pipe_.start_send(out, output_floats_ * sizeof(float), stage_ + 1, kForwardTag));
   }
   return loss;
 }
@@ -88,44 +109,59 @@ double PipelineRunner::forward(int m, int slot, const float* params, float dloss
 void PipelineRunner::backward(int m, int slot, const float* params, float* grads, float dloss,
                               const OnReady& on_ready) {
   if (stage_ < stages_ - 1) {
-    pipe_.recv(model_.residual_grad(), stream_floats_ * sizeof(float), stage_ + 1, kBackwardTag);
+    pipe_.recv(model_.output_grad(), output_floats_ * sizeof(float), stage_ + 1, kBackwardTag);
   }
-  model_.backward_stage(slot, grads, params, inputs_[static_cast<size_t>(slot)].data(),
-                        targets_[static_cast<size_t>(slot)].data(), dloss, on_ready);
+  model_.backward(slot, grads, params, batches_[static_cast<size_t>(slot)], dloss, on_ready);
   if (stage_ > 0) {
-    float* out = send_buffer(backward_sends_, m);
-    std::memcpy(out, model_.residual_grad(), stream_floats_ * sizeof(float));
-    pipe_.start_send(out, stream_floats_ * sizeof(float), stage_ - 1, kBackwardTag);
+    float* out = send_buffer(backward_sends_, m, input_floats_);
+    std::memcpy(out, model_.input_grad(), input_floats_ * sizeof(float));
+    sends_.push_back(pipe_.start_send(out, input_floats_ * sizeof(float), stage_ - 1, kBackwardTag));
   }
 }
 
-double PipelineRunner::train(const float* params, float* grads, float dloss,
-                             const FillBatch& fill, const OnReady& on_last_ready) {
+double PipelineRunner::train(const float* params, float* buffers, float* grads, float dloss,
+                             const FillBatch& fill, bool update_buffers,
+                             const OnReady& on_last_ready) {
   const int M = micro_batches_;
   // One stage: forward and backward alternate whatever the schedule (same results, one slot).
   const int warmup =
       schedule_ == "gpipe" && stages_ > 1 ? M : std::min(stages_ - stage_ - 1, M);
+  ForwardOptions options;
+  options.training = true;
+  options.update_buffers = update_buffers;
+  options.fused_dloss = dloss;
   double loss_sum = 0;
   int next_forward = 0;
   for (; next_forward < warmup; ++next_forward) {
-    loss_sum += forward(next_forward, next_forward % slots_, params, dloss, fill);
+    loss_sum += forward(next_forward, next_forward % slots_, params, buffers, options, fill);
   }
   for (int b = 0; b < M; ++b) {
     if (next_forward < M) {
-      loss_sum += forward(next_forward, next_forward % slots_, params, dloss, fill);
+      loss_sum += forward(next_forward, next_forward % slots_, params, buffers, options, fill);
       ++next_forward;
     }
     backward(b, b % slots_, params, grads, dloss, b == M - 1 ? on_last_ready : OnReady{});
   }
-  if (stages_ > 1) pipe_.wait_all();
+  for (CommHandle& send : sends_) send->wait();
+  sends_.clear();
   return loss_sum;
 }
 
-double PipelineRunner::forward_only(const float* params, int micro_batches, const FillBatch& fill) {
-  double loss_sum = 0;
-  for (int m = 0; m < micro_batches; ++m) loss_sum += forward(m, 0, params, 0.0f, fill);
-  if (stages_ > 1) pipe_.wait_all();
-  return loss_sum;
+ForwardSums PipelineRunner::forward_only(const float* params, float* buffers, int micro_batches,
+                                         size_t metric_count, const FillBatch& fill) {
+  ForwardSums sums;
+  sums.metrics.assign(metric_count, 0.0);
+  ForwardOptions options;
+  options.training = false;
+  for (int m = 0; m < micro_batches; ++m) {
+    sums.loss += forward(m, 0, params, buffers, options, fill);
+    if (stage_ == stages_ - 1 && metric_count > 0) {
+      model_.add_metrics(0, batches_[0], sums.metrics.data());
+    }
+  }
+  for (CommHandle& send : sends_) send->wait();
+  sends_.clear();
+  return sums;
 }
 
 }  // namespace sg

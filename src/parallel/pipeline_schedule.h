@@ -8,59 +8,73 @@
 // gradients go point-to-point between neighbouring stages; sends are non-blocking (completed
 // at the end of the replica), receives blocking, so no pair of stages can deadlock.
 // With one stage this is plain gradient accumulation over the micro-batches.
+// The runner knows the model only as a StageModel and its batch only as the family's fields.
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
-#include "model/gpt2.h"
+#include "model/model_family.h"
 
 namespace sg {
 
 // Slots (activation sets) stage `stage` of `stages` needs for M micro-batches.
 int pipeline_slots(const std::string& schedule, int stage, int stages, int micro_batches);
 
-// The LM head is tied to wte: with several stages the first stage's wte and the last stage's
-// copy each accumulate part of its gradient. Before the optimizer step the last stage's part is
-// added to the first stage's (add_tied_embedding_grads); after it, the first stage's updated wte
-// replaces the copy (copy_tied_embedding), so the copies are equal by construction whatever
-// order the data-parallel reductions of the two stages summed in. Other stages do nothing.
-void add_tied_embedding_grads(const ParameterLayout& layout, float* grads, Communicator& pipe,
-                              std::vector<float>& scratch);
-void copy_tied_embedding(const ParameterLayout& layout, float* params, Communicator& pipe);
+// Tied tensors (a first-stage tensor the last stage also uses, e.g. GPT-2's LM head tied to
+// wte): with several stages the first stage's tensor and the last stage's copy each accumulate
+// part of its gradient. Before the optimizer step the last stage's part is added to the first
+// stage's (add_tied_grads); after it, the first stage's updated values replace the copy
+// (copy_tied_params), so the copies are equal by construction whatever order the data-parallel
+// reductions of the two stages summed in. Other stages do nothing.
+void add_tied_grads(const ParameterLayout& layout, float* grads, Communicator& pipe,
+                    std::vector<float>& scratch);
+void copy_tied_params(const ParameterLayout& layout, float* params, Communicator& pipe);
+bool has_tied_tensors(const ParameterLayout& layout);
+
+// The loss and the family's evaluation counts summed over micro-batches (last stage only).
+struct ForwardSums {
+  double loss = 0;               // sum of the micro-batch mean losses
+  std::vector<double> metrics;   // summed add_metrics counts
+};
 
 class PipelineRunner {
  public:
-  // Fills micro-batch m's (B,T) inputs and targets.
-  using FillBatch = std::function<void(int m, int32_t* inputs, int32_t* targets)>;
-  using OnReady = std::function<void(size_t, size_t)>;
+  // Fills micro-batch m of the replica into `batch`.
+  using FillBatch = std::function<void(int m, MicroBatch& batch)>;
 
   // pipe: this process's pipeline group (rank = stage). The model must have been built with
-  // pipeline_slots(schedule, ...) slots.
-  PipelineRunner(GPT2& model, Communicator& pipe, std::string schedule, int micro_batches);
+  // pipeline_slots(schedule, ...) slots; `fields` are its family's batch fields.
+  PipelineRunner(StageModel& model, std::vector<BatchField> fields, Communicator& pipe,
+                 std::string schedule, int micro_batches);
 
   // Forward and backward of the replica's micro-batches, adding to grads. Returns the sum of
-  // the micro-batch mean losses on the last stage, 0 on the others. on_last_ready is passed to
-  // the backward of the last micro-batch (gradient buckets; single-stage only).
-  double train(const float* params, float* grads, float dloss, const FillBatch& fill,
-               const OnReady& on_last_ready = {});
-  // Forward only (validation): the sum of `micro_batches` mean losses on the last stage.
-  double forward_only(const float* params, int micro_batches, const FillBatch& fill);
+  // the micro-batch mean losses on the last stage, 0 on the others. update_buffers: the running
+  // statistics take this replica's micro-batches. on_last_ready is passed to the backward of the
+  // last micro-batch (gradient buckets; single-stage only).
+  double train(const float* params, float* buffers, float* grads, float dloss,
+               const FillBatch& fill, bool update_buffers, const OnReady& on_last_ready = {});
+  // Forward only, in evaluation mode (validation), over `micro_batches` micro-batches with
+  // `metric_count` evaluation counts.
+  ForwardSums forward_only(const float* params, float* buffers, int micro_batches,
+                           size_t metric_count, const FillBatch& fill);
 
  private:
-  double forward(int m, int slot, const float* params, float dloss, const FillBatch& fill);
+  double forward(int m, int slot, const float* params, float* buffers,
+                 const ForwardOptions& options, const FillBatch& fill);
   void backward(int m, int slot, const float* params, float* grads, float dloss,
                 const OnReady& on_ready);
-  float* send_buffer(std::vector<std::vector<float>>& buffers, int m);
+  float* send_buffer(std::vector<std::vector<float>>& buffers, int m, size_t floats);
 
-  GPT2& model_;
+  StageModel& model_;
   Communicator& pipe_;
   std::string schedule_;
   int micro_batches_, stage_, stages_, slots_;
-  size_t stream_floats_;  // B*T*C: one residual stream
-  std::vector<std::vector<int32_t>> inputs_, targets_;  // per slot
+  size_t input_floats_, output_floats_;
+  std::vector<MicroBatch> batches_;  // per slot
   std::vector<std::vector<float>> forward_sends_, backward_sends_;  // per micro-batch
+  std::vector<CommHandle> sends_;
 };
 
 }  // namespace sg

@@ -22,20 +22,22 @@ ProcessMesh make_process_mesh(const JobSpec& spec, Communicator& world) {
   return m;
 }
 
-void gather_whole_model(const ParameterLayout& layout, const float* local, std::vector<float>& whole,
-                        Communicator& model_group) {
-  const ParameterLayout whole_layout(layout.shape());
+namespace {
+
+// Whole tensors of `whole_list` assembled from the local tensors of `local_list`.
+void gather_whole(const ParameterLayout& layout, const std::vector<ParamTensor>& local_list,
+                  const std::vector<ParamTensor>& whole_list, const float* local,
+                  std::vector<float>& whole, size_t whole_total, Communicator& model_group) {
   const bool root = model_group.rank() == 0;
-  if (root) whole.resize(whole_layout.total());
-  std::vector<const ParamTensor*> held(whole_layout.tensors().size(), nullptr);
-  for (const ParamTensor& t : layout.tensors()) {
+  if (root) whole.resize(whole_total);
+  std::vector<const ParamTensor*> held(layout.model().tensors.size(), nullptr);
+  for (const ParamTensor& t : local_list) {
     if (owns_tensor(t, layout.shard())) held[t.global_index] = &t;
   }
   std::vector<float> piece;
-  for (size_t i = 0; i < whole_layout.tensors().size(); ++i) {
-    const ParamTensor& w = whole_layout.tensors()[i];
+  for (const ParamTensor& w : whole_list) {
     piece.assign(w.numel, -0.0f);  // x + -0 == x for every x, including +0 and -0
-    const ParamTensor* t = held[i];
+    const ParamTensor* t = held[w.global_index];
     if (t != nullptr) {
       for_each_run(*t, layout.shard(), [&](size_t l, size_t g, size_t n) {
         std::copy_n(local + t->offset + l, n, piece.data() + g);
@@ -44,6 +46,22 @@ void gather_whole_model(const ParameterLayout& layout, const float* local, std::
     model_group.all_reduce_sum(piece.data(), piece.size());
     if (root) std::copy(piece.begin(), piece.end(), whole.begin() + static_cast<long>(w.offset));
   }
+}
+
+}  // namespace
+
+void gather_whole_model(const ParameterLayout& layout, const float* local, std::vector<float>& whole,
+                        Communicator& model_group) {
+  const ParameterLayout whole_layout(layout.model());
+  gather_whole(layout, layout.tensors(), whole_layout.tensors(), local, whole,
+               whole_layout.total(), model_group);
+}
+
+void gather_whole_buffers(const ParameterLayout& layout, const float* local,
+                          std::vector<float>& whole, Communicator& model_group) {
+  const ParameterLayout whole_layout(layout.model());
+  gather_whole(layout, layout.buffers(), whole_layout.buffers(), local, whole,
+               whole_layout.buffer_total(), model_group);
 }
 
 }  // namespace sg

@@ -32,8 +32,11 @@ ProcessMesh make_process_mesh(const JobSpec& spec, Communicator& world);
 // The whole model (unsharded layout) from the shards of one replica, for rank 0 of model_group
 // (the others leave `whole` empty): collective over model_group, one tensor at a time, so only
 // rank 0 ever holds a whole-model buffer. Exact: each element comes from the one shard that owns
-// it and the others add -0.0f.
+// it and the others add -0.0f. gather_whole_buffers does the same for the buffers (running
+// statistics).
 void gather_whole_model(const ParameterLayout& layout, const float* local, std::vector<float>& whole,
                         Communicator& model_group);
+void gather_whole_buffers(const ParameterLayout& layout, const float* local,
+                          std::vector<float>& whole, Communicator& model_group);
 
 }  // namespace sg

@@ -1,35 +1,38 @@
 #include "train/evaluate.h"
 
-#include <vector>
-
 namespace sg {
 
-SequenceSampler make_validation_sampler(const JobSpec& spec, const TokenSource& val) {
-  // Its own seed stream, so validation windows do not follow the training order.
-  return SequenceSampler(val.size(), spec.seq_len(), spec.seed ^ 0x5eed0fda7aull);
+std::vector<std::pair<std::string, double>> Evaluation::named(const ModelFamily& family) const {
+  std::vector<std::pair<std::string, double>> out;
+  const auto names = family.metric_names();
+  for (size_t i = 0; i < names.size() && i < metrics.size(); ++i) out.emplace_back(names[i], metrics[i]);
+  return out;
 }
 
-float evaluate_validation(GPT2& model, const float* params, const TokenSource& val,
-                          const SequenceSampler& sampler, int eval_steps) {
-  const int B = model.batch(), T = model.seq_len();
-  std::vector<int32_t> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
-  double sum = 0;
-  for (int i = 0; i < eval_steps; ++i) {
-    fill_batch(inputs.data(), targets.data(), val, sampler, static_cast<uint64_t>(i) * B, B, T);
-    sum += model.forward(params, inputs.data(), targets.data());
+Evaluation evaluate_validation(PipelineRunner& runner, const ModelFamily& family,
+                               BatchSource& val, int micro_batch, int steps,
+                               const float* params, float* buffers, Communicator& model_group,
+                               bool holds_loss) {
+  const size_t metric_count = family.metric_names().size();
+  std::vector<uint64_t> firsts;
+  for (int i = 0; i < steps; ++i) firsts.push_back(static_cast<uint64_t>(i) * micro_batch);
+  val.prefetch(firsts, micro_batch);
+  ForwardSums sums = runner.forward_only(
+      params, buffers, steps, metric_count,
+      [&](int i, MicroBatch& batch) { val.fill(batch, static_cast<uint64_t>(i) * micro_batch); });
+  // One shard holds the results; the others add zeros, so the sums are exact.
+  std::vector<double> all(1 + metric_count, 0.0);
+  if (holds_loss) {
+    all[0] = sums.loss;
+    for (size_t i = 0; i < metric_count; ++i) all[1 + i] = sums.metrics[i];
   }
-  return static_cast<float>(sum / eval_steps);
-}
-
-float evaluate_validation(PipelineRunner& runner, int B, int T, const float* params,
-                          const TokenSource& val, const SequenceSampler& sampler, int eval_steps,
-                          Communicator& model_group, bool holds_loss) {
-  double sum = runner.forward_only(params, eval_steps, [&](int i, int32_t* in, int32_t* tgt) {
-    fill_batch(in, tgt, val, sampler, static_cast<uint64_t>(i) * B, B, T);
-  });
-  if (!holds_loss) sum = 0;
-  model_group.all_reduce_sum(&sum, 1);  // one non-zero term: exact
-  return static_cast<float>(sum / eval_steps);
+  model_group.all_reduce_sum(all.data(), all.size());
+  Evaluation e;
+  e.loss = static_cast<float>(all[0] / steps);
+  for (size_t i = 0; i < metric_count; ++i) {
+    e.metrics.push_back(all[1 + i] / (static_cast<double>(steps) * micro_batch));
+  }
+  return e;
 }
 
 }  // namespace sg

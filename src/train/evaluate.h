@@ -1,25 +1,30 @@
 #pragma once
-// Validation: the mean loss over eval.steps fixed micro-batches of the validation split (the
-// same batches at every evaluation, so evaluations are comparable), shared by `train` and `eval`.
-#include "config/job_spec.h"
-#include "data/sequence_sampler.h"
-#include "data/token_source.h"
+// Validation: the mean loss (and the family's metrics, e.g. top-1/top-5 accuracy) over
+// eval.steps fixed micro-batches of the validation source (its first samples, the same at every
+// evaluation, so evaluations are comparable), shared by `train` and `eval`.
+#include <string>
+#include <vector>
+
 #include "comm/communicator.h"
-#include "model/gpt2.h"
+#include "data/batch_source.h"
+#include "model/model_family.h"
 #include "parallel/pipeline_schedule.h"
 
 namespace sg {
 
-SequenceSampler make_validation_sampler(const JobSpec& spec, const TokenSource& val);
+struct Evaluation {
+  float loss = 0;
+  std::vector<double> metrics;  // family.metric_names(), each a fraction of the samples
+  // (name, value) pairs for the metrics log.
+  std::vector<std::pair<std::string, double>> named(const ModelFamily& family) const;
+};
 
-float evaluate_validation(GPT2& model, const float* params, const TokenSource& val,
-                          const SequenceSampler& sampler, int eval_steps);
-
-// The same batches through a tensor/pipeline-split model: collective over `model_group` (the
-// shards of one replica); `holds_loss` marks the one shard that reports the loss (tensor rank
-// 0 of the last stage). Every process of the group gets the result.
-float evaluate_validation(PipelineRunner& runner, int B, int T, const float* params,
-                          const TokenSource& val, const SequenceSampler& sampler, int eval_steps,
-                          Communicator& model_group, bool holds_loss);
+// Through this process's stage of the model: collective over `model_group` (the shards of one
+// replica); `holds_loss` marks the one shard that reports the loss (tensor rank 0 of the last
+// stage). Every process of the group gets the result.
+Evaluation evaluate_validation(PipelineRunner& runner, const ModelFamily& family,
+                               BatchSource& val, int micro_batch, int steps,
+                               const float* params, float* buffers, Communicator& model_group,
+                               bool holds_loss);
 
 }  // namespace sg

@@ -23,8 +23,9 @@ std::string json_number(Float v) {
 
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& run_dir, int64_t resume_step, int64_t total_steps)
-    : path_(run_dir + "/metrics.jsonl"), total_steps_(total_steps) {
+MetricsLog::MetricsLog(const std::string& run_dir, int64_t resume_step, int64_t total_steps,
+                       std::string unit)
+    : path_(run_dir + "/metrics.jsonl"), total_steps_(total_steps), unit_(std::move(unit)) {
   if (resume_step > 0 && std::filesystem::exists(path_)) {
     std::ifstream in(path_);
     std::string kept, line;
@@ -55,29 +56,37 @@ MetricsLog::~MetricsLog() {
 void MetricsLog::log_step(const StepMetrics& m, bool print) {
   fmt::print(file_,
              "{{\"step\": {}, \"loss\": {}, \"lr\": {}, \"grad_norm\": {}, \"step_ms\": {}, "
-             "\"tokens_per_s\": {}, \"mfu\": {}, \"peak_mem_bytes\": {}}}\n",
+             "\"{}_per_s\": {}, \"mfu\": {}, \"peak_mem_bytes\": {}}}\n",
              m.step, json_number(m.loss), json_number(m.lr), json_number(m.grad_norm),
-             json_number(m.step_ms), json_number(m.tokens_per_s), json_number(m.mfu),
+             json_number(m.step_ms), unit_, json_number(m.throughput), json_number(m.mfu),
              m.peak_mem_bytes);
   std::fflush(file_);
   if (print) {
-    fmt::print("step {:>{}}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {:.0f} ms | {:.0f} tok/s "
+    const std::string per = unit_ == "tokens" ? "tok" : unit_ == "images" ? "img" : unit_;
+    fmt::print("step {:>{}}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {:.0f} ms | {:.{}f} {}/s "
                "| mfu {:.1f}% | mem {:.0f} MiB\n",
                m.step, std::to_string(total_steps_).size(), total_steps_, m.loss, m.lr,
-               m.grad_norm, m.step_ms, m.tokens_per_s, 100.0 * m.mfu,
-               m.peak_mem_bytes / 1048576.0);
+               m.grad_norm, m.step_ms, m.throughput, m.throughput < 100 ? 1 : 0, per,
+               100.0 * m.mfu, m.peak_mem_bytes / 1048576.0);
     std::fflush(stdout);
   }
 }
 
-void MetricsLog::log_eval(int64_t step, float val_loss, double best_possible) {
-  fmt::print(file_, "{{\"step\": {}, \"val_loss\": {}}}\n", step, json_number(val_loss));
+void MetricsLog::log_eval(int64_t step, float val_loss, double best_possible,
+                          const std::vector<std::pair<std::string, double>>& metrics) {
+  std::string extra_json, extra_text;
+  for (const auto& [name, value] : metrics) {
+    extra_json += fmt::format(", \"{}\": {}", name, json_number(value));
+    extra_text += fmt::format(" | {} {:.4f}", name, value);
+  }
+  fmt::print(file_, "{{\"step\": {}, \"val_loss\": {}{}}}\n", step, json_number(val_loss),
+             extra_json);
   std::fflush(file_);
   if (best_possible >= 0) {
-    fmt::print("eval step {} | val loss {:.4f} | best possible {:.4f} (gap {:.4f})\n", step,
-               val_loss, best_possible, val_loss - best_possible);
+    fmt::print("eval step {} | val loss {:.4f} | best possible {:.4f} (gap {:.4f}){}\n", step,
+               val_loss, best_possible, val_loss - best_possible, extra_text);
   } else {
-    fmt::print("eval step {} | val loss {:.4f}\n", step, val_loss);
+    fmt::print("eval step {} | val loss {:.4f}{}\n", step, val_loss, extra_text);
   }
   std::fflush(stdout);
 }

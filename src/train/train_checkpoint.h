@@ -1,34 +1,56 @@
 #pragma once
-// What a training checkpoint holds and how the trainer's state maps onto the checkpoint module:
-// model.safetensors (parameters by their global names and full shapes), optimizer.safetensors
-// (AdamW moments "m.<name>", "v.<name>"), and a state object with the step and the data position.
+// What a training checkpoint holds, for any model family and optimizer:
+//   model.safetensors      parameters and buffers (running statistics) by their global names
+//                          and whole shapes;
+//   optimizer.safetensors  each optimizer state tensor as "<state>.<name>" (AdamW "m."/"v.",
+//                          SGD "momentum.");
+//   manifest state         step, data position, seed, the optimizer's name and the model
+//                          family's shape record (family and shape keys).
+// Checkpoints hold whole tensors, so any mesh loads any checkpoint (resharding).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
 #include "config/job_spec.h"
+#include "model/model_family.h"
 #include "model/parameter_layout.h"
 
 namespace sg {
 
 struct TrainerState {
-  int64_t step = 0;               // optimizer steps done
-  uint64_t train_sequences = 0;   // sequences the sampler has handed out (data position)
-  uint64_t seed = 0;              // sampler seed; the sampler has no other state
+  int64_t step = 0;             // optimizer steps done
+  uint64_t train_samples = 0;   // samples the training source has handed out (data position)
+  uint64_t seed = 0;            // sampler seed; the sampler has no other state
+};
+
+// Whole tensors of the unsharded layout, as rank 0 assembled them.
+struct WholeTensors {
+  const float* params = nullptr;
+  const float* buffers = nullptr;            // may be null when the model has none
+  std::string optimizer;                     // optim.name
+  std::vector<std::string> state_names;      // the optimizer's state, in order
+  std::vector<const float*> state;           // one whole tensor set each
 };
 
 std::string save_training_checkpoint(const std::string& checkpoints_dir, const JobSpec& spec,
-                                     const ParameterLayout& layout, const float* params,
-                                     const float* m, const float* v, const TrainerState& state);
+                                     const ModelFamily& family, const WholeTensors& tensors,
+                                     const TrainerState& state);
 
-// Loads the checkpoint at `path` into params/m/v (each layout.total() floats). A shard's layout
-// takes its slices of the whole tensors, so any mesh loads any checkpoint. Throws RunError
-// naming the checkpoint when it is corrupt or was written for a different model shape.
+// Where a load puts this shard's tensors. state: one layout.total() buffer per state name
+// (may be empty: weights only, for eval and sample).
+struct LoadTargets {
+  float* params = nullptr;
+  float* buffers = nullptr;
+  std::string optimizer;
+  std::vector<std::string> state_names;
+  std::vector<float*> state;
+};
+
+// Loads the checkpoint into this shard's buffers. Throws RunError naming the checkpoint when it
+// is corrupt or was written for a different model (family or shape) or optimizer.
 TrainerState load_training_checkpoint(const LoadedCheckpoint& checkpoint,
-                                      const ParameterLayout& layout, float* params, float* m,
-                                      float* v);
-TrainerState load_training_checkpoint(const std::string& path, const ParameterLayout& layout,
-                                      float* params, float* m, float* v);
+                                      const ModelFamily& family, const ParameterLayout& layout,
+                                      const LoadTargets& targets);
 
 }  // namespace sg

@@ -2,6 +2,9 @@
 // The training loop of one process: data, model, optimizer, evaluation, metrics, checkpoints.
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "config/job_spec.h"
@@ -21,6 +24,7 @@ struct TrainResult {
   int64_t last_step = 0;   // steps done when it ended
   double final_loss = 0;
   std::optional<double> first_val_loss, last_val_loss, best_possible_val_loss;
+  std::vector<std::pair<std::string, double>> val_metrics;  // of the last evaluation
 };
 
 // Trains on the processes of `world` (one per physical device; devices.processes of them).

@@ -72,7 +72,7 @@ TEST_CASE("wrong types name the key, the expected type and what was given") {
 
 TEST_CASE("out-of-range values and bad enums name the allowed values") {
   CHECK(spec_error("optim:\n  decay: cosin\n") ==
-        "job.yaml:2:3: optim.decay must be one of cosine, linear, constant; got 'cosin'; "
+        "job.yaml:2:3: optim.decay must be one of cosine, linear, step, constant; got 'cosin'; "
         "did you mean 'cosine'?");
   CHECK(spec_error("optim: {lr: 0}") == "job.yaml:1:9: optim.lr must be > 0; got 0");
   CHECK(spec_error("optim: {lr: 1e-3, min_lr: 2e-3}") ==
@@ -142,7 +142,31 @@ TEST_CASE("shard datasets need train and val globs; synthetic needs neither") {
   CHECK(spec_error("data:\n  dataset: openwebtext\n  train: t.bin\n").rfind(
             "job.yaml:2:3: data.dataset openwebtext needs data.val", 0) == 0);
   CHECK(spec_error("data: {dataset: synthetic}") == "");
-  CHECK(spec_error("data: {dataset: imagenet}").find("must be one of") != std::string::npos);
+  // Images for a GPT: refused, naming both keys.
+  CHECK(spec_error("data: {dataset: imagenet}").find("holds images but model.arch gpt2 reads tokens") !=
+        std::string::npos);
+}
+
+TEST_CASE("ResNet keys: depth, sizes, dataset kind, tensor parallelism, deterministic mode") {
+  const std::string resnet = "model: {arch: resnet}\ndata: {dataset: synthetic}\n";
+  CHECK(spec_error(resnet) == "");
+  CHECK(spec_error(resnet, {"model.depth=42"}).find("model.depth must be 18, 34, 50, 101 or 152") !=
+        std::string::npos);
+  CHECK(spec_error(resnet, {"model.image_size=16"}).find("model.image_size must be >= 32") !=
+        std::string::npos);
+  CHECK(spec_error(resnet, {"model.label_smoothing=1.5"}).find("[0, 1)") != std::string::npos);
+  CHECK(spec_error(resnet, {"data.dataset=tokens"}).find("holds tokens but model.arch resnet") !=
+        std::string::npos);
+  CHECK(spec_error(resnet, {"data.dataset=imagenet"}).find("needs data.root") != std::string::npos);
+  CHECK(spec_error(resnet, {"parallel.tensor=2", "devices.processes=2"})
+            .find("a ResNet has no tensor parallelism") != std::string::npos);
+  CHECK(spec_error(resnet, {"train.deterministic=true"}).find("needs devices.threads set") !=
+        std::string::npos);
+  CHECK(spec_error(resnet, {"train.deterministic=true", "devices.threads=1", "model.sync_bn=true"})
+            .find("train.deterministic with model.sync_bn") != std::string::npos);
+  CHECK(spec_error(resnet, {"optim.name=sgd", "optim.momentum=1.5"}).find("optim.momentum") !=
+        std::string::npos);
+  CHECK(spec_error(resnet, {"optim.decay=step"}).find("optim.decay_every") != std::string::npos);
 }
 
 TEST_CASE("overrides are type-checked and located at the --set") {

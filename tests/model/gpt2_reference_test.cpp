@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "checkpoint/safetensors.h"
+#include "tests/tolerance.h"
 #include "config/job_spec.h"
 #include "model/gpt2.h"
-#include "optim/adamw_optimizer.h"
+#include "model/gpt2_family.h"
+#include "optim/optimizer.h"
 
 namespace {
 
@@ -24,12 +26,7 @@ std::string golden_path() {
 }
 
 double relative_error(const float* ours, const float* ref, size_t n) {
-  double max_diff = 0, max_ref = 0;
-  for (size_t i = 0; i < n; ++i) {
-    max_diff = std::max(max_diff, std::fabs(static_cast<double>(ours[i]) - ref[i]));
-    max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[i])));
-  }
-  return max_ref > 0 ? max_diff / max_ref : max_diff;
+  return sg::test::relative_to_largest(ours, ref, n);
 }
 
 int meta_int(const sg::SafetensorsFile& f, const char* key) {
@@ -45,7 +42,7 @@ struct Golden {
   sg::GPT2Shape shape{meta_int(file, "n_layer"), meta_int(file, "n_head"), meta_int(file, "n_embd"),
                       meta_int(file, "context"), meta_int(file, "vocab"),
                       (meta_int(file, "vocab") + 127) / 128 * 128};
-  sg::ParameterLayout layout{shape};
+  sg::ParameterLayout layout{sg::gpt2_description(shape)};
   std::vector<int32_t> inputs = std::vector<int32_t>(static_cast<size_t>(B) * T),
                        targets = inputs;
 
@@ -59,7 +56,7 @@ struct Golden {
     std::vector<float> flat(layout.total(), 0.0f);
     for (const auto& t : layout.tensors()) {
       auto shape = t.shape;
-      if (t.name == "wte") shape[0] = layout.shape().vocab;
+      if (t.name == "wte") shape[0] = this->shape.vocab;
       file.read_f32(flat.data() + t.offset, prefix + t.name, shape);
     }
     return flat;
@@ -71,7 +68,7 @@ struct Golden {
 TEST_CASE("tiny GPT-2 matches the PyTorch float64 reference: logits, loss, gradients") {
   Golden g;
   const std::vector<float> params = g.load("param.");
-  sg::GPT2 model(g.layout, g.B, g.T);
+  sg::GPT2 model(g.shape, g.layout, g.B, g.T);
   const int N = g.B * g.T, V = g.shape.vocab, Vp = g.shape.padded_vocab;
 
   model.forward(params.data(), g.inputs.data(), nullptr);
@@ -111,7 +108,7 @@ TEST_CASE("tiny GPT-2 matches the PyTorch float64 reference: logits, loss, gradi
 TEST_CASE("the fused loss-and-gradient forward gives the reference gradients too") {
   Golden g;
   const std::vector<float> params = g.load("param.");
-  sg::GPT2 model(g.layout, g.B, g.T);
+  sg::GPT2 model(g.shape, g.layout, g.B, g.T);
   const int N = g.B * g.T;
   const float loss = model.forward(params.data(), g.inputs.data(), g.targets.data(), 1.0f / N);
   float ref_loss = 0;
@@ -139,7 +136,7 @@ TEST_CASE("tiny GPT-2: 5 AdamW steps with clipping follow the reference losses")
   optim.weight_decay = meta_double(g.file, "adamw_weight_decay");
   optim.grad_clip = meta_double(g.file, "grad_clip");
   sg::AdamWOptimizer adamw(g.layout, optim);
-  sg::GPT2 model(g.layout, g.B, g.T);
+  sg::GPT2 model(g.shape, g.layout, g.B, g.T);
   const int N = g.B * g.T;
 
   std::vector<float> ref_losses(5);

@@ -8,12 +8,14 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "model/gpt2_family.h"
 #include "model/parameter_layout.h"
 #include "parallel/process_mesh.h"
 
 namespace {
 
 const sg::GPT2Shape kShape{3, 4, 32, 16, 200, 256};
+const sg::ModelDescription kModel = sg::gpt2_description(kShape);
 
 std::vector<sg::ModelShard> all_shards(int T, int S) {
   std::vector<sg::ModelShard> out;
@@ -89,14 +91,14 @@ TEST_CASE("stages: contiguous, non-empty, even without a head, optimal with one"
 }
 
 TEST_CASE("a shard holds its stage's tensors with Megatron's split shapes") {
-  const sg::ParameterLayout first(kShape, {1, 2, 0, 2});
-  const sg::ParameterLayout last(kShape, {1, 2, 1, 2});
-  CHECK(first.has_embedding());
-  CHECK_FALSE(first.has_head());
+  const sg::ParameterLayout first(kModel, {1, 2, 0, 2});
+  const sg::ParameterLayout last(kModel, {1, 2, 1, 2});
+  CHECK(first.first_stage());
+  CHECK_FALSE(first.last_stage());
   // The head costs 0.64 blocks here, so the first stage takes two of the three blocks.
-  CHECK(first.layers() == 2);
-  CHECK(last.first_layer() == 2);
-  CHECK(last.layers() == 1);
+  CHECK(first.blocks() == 2);
+  CHECK(last.first_block() == 2);
+  CHECK(last.blocks() == 1);
   CHECK(first.find("wte").shape == std::vector<int64_t>{128, 32});
   CHECK(first.find("h.0.attn.c_attn.weight").shape == std::vector<int64_t>{48, 32});
   CHECK(first.find("h.0.attn.c_attn.bias").shape == std::vector<int64_t>{48});
@@ -110,21 +112,21 @@ TEST_CASE("a shard holds its stage's tensors with Megatron's split shapes") {
   CHECK(last.find_if("wpe") == nullptr);
   CHECK(last.tensors().back().name == "wte");
   CHECK(last.tensors().back().tied_copy);
-  CHECK(last.vocab_begin() == 128);
-  CHECK(last.local_heads() == 2);
+  CHECK(sg::gpt2_split(kShape, last.shard()).vocab_begin == 128);
+  CHECK(sg::gpt2_split(kShape, last.shard()).local_heads == 2);
   // The whole model is the unsplit layout, in its usual order.
-  const sg::ParameterLayout whole(kShape, {});
+  const sg::ParameterLayout whole(kModel, {});
   CHECK_FALSE(whole.sharded());
   CHECK(whole.tensors().front().name == "wte");
   CHECK(whole.tensors().back().name == "ln_f.bias");
-  CHECK(whole.total() == sg::ParameterLayout(kShape).total());
+  CHECK(whole.total() == sg::ParameterLayout(kModel).total());
 }
 
 TEST_CASE("column-parallel c_attn takes the q, k and v rows of this rank's heads") {
-  const sg::ParameterLayout whole(kShape);
+  const sg::ParameterLayout whole(kModel);
   std::vector<float> global(whole.total());
   for (size_t i = 0; i < global.size(); ++i) global[i] = static_cast<float>(i);
-  const sg::ParameterLayout shard(kShape, {1, 2, 0, 1});
+  const sg::ParameterLayout shard(kModel, {1, 2, 0, 1});
   std::vector<float> local(shard.total());
   sg::slice_from_global(shard, global.data(), local.data());
   const auto& gw = whole.find("h.0.attn.c_attn.weight");
@@ -148,9 +150,9 @@ TEST_CASE("column-parallel c_attn takes the q, k and v rows of this rank's heads
 }
 
 TEST_CASE("shards: init, slicing, assembly and norm ranges agree with the whole model") {
-  const sg::ParameterLayout whole(kShape);
+  const sg::ParameterLayout whole(kModel);
   std::vector<float> whole_init(whole.total());
-  sg::init_gpt2_parameters(whole_init.data(), whole, 0.02f, 1234);
+  sg::init_gpt2_parameters(whole_init.data(), kShape, whole, 0.02f, 1234);
   double whole_squares = 0;
   for (float x : whole_init) whole_squares += static_cast<double>(x) * x;
   for (int T : {1, 2, 4}) {
@@ -161,9 +163,9 @@ TEST_CASE("shards: init, slicing, assembly and norm ranges agree with the whole 
       std::vector<int> writes(whole.total(), 0);
       double shard_squares = 0;
       for (const auto& shard : all_shards(T, S)) {
-        const sg::ParameterLayout layout(kShape, shard);
+        const sg::ParameterLayout layout(kModel, shard);
         std::vector<float> init(layout.total()), sliced(layout.total());
-        sg::init_gpt2_parameters(init.data(), layout, 0.02f, 1234);
+        sg::init_gpt2_parameters(init.data(), kShape, layout, 0.02f, 1234);
         sg::slice_from_global(layout, whole_init.data(), sliced.data());
         CHECK(init == sliced);  // a shard initialises to exactly its slice
         // This shard's owned elements in a whole-model buffer (-0 elsewhere): its part of the

@@ -4,12 +4,13 @@
 #include <vector>
 
 #include "model/gpt2.h"
+#include "model/gpt2_family.h"
 #include "model/parameter_layout.h"
-#include "train/flops.h"
 
 TEST_CASE("GPT-2 124M has the published parameter count") {
-  sg::ParameterLayout layout({12, 12, 768, 1024, 50257, 50304});
-  CHECK(layout.real_parameter_count() == 124439808);
+  const sg::GPT2Shape shape{12, 12, 768, 1024, 50257, 50304};
+  sg::ParameterLayout layout(sg::gpt2_description(shape));
+  CHECK(sg::gpt2_parameter_count(shape) == 124439808);
   CHECK(layout.total() == 124439808u + (50304u - 50257u) * 768u);
   // Tensors tile the flat buffer without gaps, in order.
   size_t expected = 0;
@@ -25,11 +26,12 @@ TEST_CASE("GPT-2 124M has the published parameter count") {
 }
 
 TEST_CASE("initialisation: GPT-2 statistics, zero padding rows, deterministic in the seed") {
-  sg::ParameterLayout layout({4, 4, 64, 32, 100, 128});
+  const sg::GPT2Shape shape{4, 4, 64, 32, 100, 128};
+  sg::ParameterLayout layout(sg::gpt2_description(shape));
   std::vector<float> a(layout.total()), b(layout.total()), c(layout.total());
-  sg::init_gpt2_parameters(a.data(), layout, 0.02f, 7);
-  sg::init_gpt2_parameters(b.data(), layout, 0.02f, 7);
-  sg::init_gpt2_parameters(c.data(), layout, 0.02f, 8);
+  sg::init_gpt2_parameters(a.data(), shape, layout, 0.02f, 7);
+  sg::init_gpt2_parameters(b.data(), shape, layout, 0.02f, 7);
+  sg::init_gpt2_parameters(c.data(), shape, layout, 0.02f, 8);
   CHECK(a == b);
   CHECK(a != c);
   const auto& wte = layout.find("wte");
@@ -47,7 +49,7 @@ TEST_CASE("initialisation: GPT-2 statistics, zero padding rows, deterministic in
 }
 
 TEST_CASE("training FLOPs per token follow 6N + 6LTC") {
-  sg::ParameterLayout layout({12, 12, 768, 1024, 50257, 50304});
+  const sg::GPT2Shape shape{12, 12, 768, 1024, 50257, 50304};
   const double expected = 6.0 * 124439808 + 6.0 * 12 * 1024 * 768;
-  CHECK(sg::training_flops_per_token(layout, 1024) == doctest::Approx(expected));
+  CHECK(sg::training_flops_per_token(shape, 1024) == doctest::Approx(expected));
 }

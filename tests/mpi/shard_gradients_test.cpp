@@ -14,6 +14,7 @@
 
 #include "launch/process_world.h"
 #include "model/gpt2.h"
+#include "model/gpt2_family.h"
 #include "parallel/pipeline_schedule.h"
 #include "parallel/process_mesh.h"
 #include "parallel/tensor_group.h"
@@ -42,12 +43,12 @@ int run(int tensors, int stages, const std::string& schedule) {
   spec.parallel.tensor = tensors;
   spec.parallel.pipeline = stages;
   const sg::ProcessMesh mesh = sg::make_process_mesh(spec, *world);
-  const sg::ParameterLayout whole(kShape);
-  const sg::ParameterLayout layout(kShape, mesh.shard());
+  const sg::ParameterLayout whole(sg::gpt2_description(kShape));
+  const sg::ParameterLayout layout(sg::gpt2_description(kShape), mesh.shard());
 
   // Whole parameters, with noise on every element so biases and layernorms are not trivial.
   std::vector<float> whole_params(whole.total());
-  sg::init_gpt2_parameters(whole_params.data(), whole, 0.05f, 42);
+  sg::init_gpt2_parameters(whole_params.data(), kShape, whole, 0.05f, 42);
   sg::Rng noise(7);
   for (float& p : whole_params) p += 0.05f * static_cast<float>(noise.normal());
   std::vector<float> params(layout.total()), grads(layout.total(), 0.0f);
@@ -55,12 +56,18 @@ int run(int tensors, int stages, const std::string& schedule) {
 
   const float dloss = 1.0f / (kMicroBatches * kB * kT);
   sg::TensorGroup tensor_group(*mesh.tensor_group, false);
-  sg::GPT2 model(layout, kB, kT, sg::pipeline_slots(schedule, mesh.stage, stages, kMicroBatches),
-                 &tensor_group);
-  sg::PipelineRunner runner(model, *mesh.pipeline_group, schedule, kMicroBatches);
-  double loss = runner.train(params.data(), grads.data(), dloss, fill_tokens);
+  sg::GPT2 model(kShape, layout, kB, kT,
+                 sg::pipeline_slots(schedule, mesh.stage, stages, kMicroBatches), &tensor_group);
+  sg::GPT2Family family(kShape, kT, 0.02f);
+  sg::PipelineRunner runner(model, family.batch_fields(kB), *mesh.pipeline_group, schedule,
+                            kMicroBatches);
+  double loss = runner.train(params.data(), nullptr, grads.data(), dloss,
+                             [](int m, sg::MicroBatch& batch) {
+                               fill_tokens(m, batch.data<int32_t>(0), batch.data<int32_t>(1));
+                             },
+                             /*update_buffers=*/false);
   std::vector<float> scratch;
-  sg::add_tied_embedding_grads(layout, grads.data(), *mesh.pipeline_group, scratch);
+  sg::add_tied_grads(layout, grads.data(), *mesh.pipeline_group, scratch);
   if (!mesh.reports_loss()) loss = 0;
   world->all_reduce_sum(&loss, 1);
 
@@ -82,7 +89,7 @@ int run(int tensors, int stages, const std::string& schedule) {
   sg::gather_whole_model(layout, grads.data(), assembled, *mesh.model_group);
 
   if (world->rank() == 0) {
-    sg::GPT2 reference(whole, kB, kT);
+    sg::GPT2 reference(kShape, whole, kB, kT);
     std::vector<float> expected(whole.total(), 0.0f);
     std::vector<int32_t> inputs(kB * kT), targets(kB * kT);
     double expected_loss = 0;

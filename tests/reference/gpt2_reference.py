@@ -21,15 +21,14 @@ stored float32 weights, not PyTorch's float32 rounding. As a sanity check the sc
 the float32 model through autograd and prints the max relative differences.
 """
 import argparse
-import json
 import os
-import struct
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt2_model import GPT2, decay_and_no_decay  # noqa: E402
+from safetensors_writer import write_safetensors  # noqa: E402
 
 CONFIG = dict(n_layer=2, n_embd=64, n_head=4, context=32, vocab=100)
 BATCH = 4
@@ -40,29 +39,6 @@ GRAD_CLIP = 1.0
 # acts on every one of the AdamW steps (at 0.02 it is 0.86 and clipping would go untested).
 INIT_STD = 0.05
 ADAMW_STEPS = 5
-
-
-def write_safetensors(path, tensors, metadata):
-    """tensors: list of (name, torch tensor of float32 or int32); metadata: {str: str}."""
-    dtype_names = {torch.float32: "F32", torch.int32: "I32"}
-    header = {"__metadata__": metadata}
-    blobs, offset = [], 0
-    for name, t in tensors:
-        t = t.detach().contiguous().cpu()
-        data = t.numpy().astype(t.numpy().dtype.newbyteorder("<"), copy=False).tobytes()
-        header[name] = {"dtype": dtype_names[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    header_bytes += b" " * (-len(header_bytes) % 8)  # pad so the data section is 8-byte aligned
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(header_bytes)))
-        f.write(header_bytes)
-        for data in blobs:
-            f.write(data)
-    os.replace(tmp, path)
 
 
 def make_initial_model(generator):

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "comm/communicator.h"
+#include "model/gpt2_family.h"
 #include "parallel/data_parallel_optimizer.h"
 
 namespace {
@@ -14,20 +15,15 @@ class FourRanks final : public sg::Communicator {
  public:
   int rank() const override { return 1; }
   int size() const override { return 4; }
-  void all_reduce_sum(float*, size_t) override { fail(); }
-  void all_reduce_sum(double*, size_t) override { fail(); }
-  void all_reduce_max(float*, size_t) override { fail(); }
-  void start_all_reduce_sum(float*, size_t) override { fail(); }
-  void progress() override {}
-  void wait_all() override {}
-  void reduce_scatter_sum(float*, const float*, size_t) override { fail(); }
-  void all_gather(float*, const float*, size_t) override { fail(); }
-  void all_gather(double*, const double*, size_t) override { fail(); }
-  void all_gather_in_place(float*, size_t) override { fail(); }
+  void all_reduce(void*, size_t, sg::DType, sg::ReduceOp) override { fail(); }
+  sg::CommHandle start_all_reduce(void*, size_t, sg::DType, sg::ReduceOp) override { fail(); }
+  void reduce_scatter(void*, const void*, size_t, sg::DType, sg::ReduceOp) override { fail(); }
+  void all_gather_into(void*, const void*, size_t, sg::DType) override { fail(); }
+  void all_gather_inplace(void*, size_t, sg::DType) override { fail(); }
   void broadcast(void*, size_t, int) override { fail(); }
   void send(const void*, size_t, int, int) override { fail(); }
   void recv(void*, size_t, int, int) override { fail(); }
-  void start_send(const void*, size_t, int, int) override { fail(); }
+  sg::CommHandle start_send(const void*, size_t, int, int) override { fail(); }
   void barrier() override { fail(); }
   std::unique_ptr<sg::Communicator> split(int, int) override { fail(); }
 
@@ -38,7 +34,7 @@ class FourRanks final : public sg::Communicator {
 }  // namespace
 
 TEST_CASE("data-parallel buffers: zero 0 unpadded, ZeRO shards equal, aligned and small") {
-  const sg::ParameterLayout layout({2, 2, 32, 16, 64, 128});
+  const sg::ParameterLayout layout(sg::gpt2_description({2, 2, 32, 16, 64, 128}));
   FourRanks group;
   sg::OptimSpec optim;
   const sg::DataParallelOptimizer plain(layout, optim, 0, group);

@@ -1,0 +1,48 @@
+#pragma once
+// 2-D convolution (cross-correlation, as PyTorch's Conv2d), no bias, no dilation.
+// Activations are NHWC: inp (N,H,W,C), out (N,P,Q,K). The weight is (K, C/groups, R, S), the
+// layout PyTorch and torchvision store, so checkpoints hold it as they do.
+//   out[n,p,q,k] = sum_{c in k's group, r, s} inp[n, p*stride - pad + r, q*stride - pad + s, c]
+//                                             * weight[k, c - group_start, r, s]
+// Two implementations: *_reference (plain loops in double, the check for every other one) and
+// the oneDNN one the CPU backend runs (kernels/cpu/conv2d_dnnl.cpp).
+
+namespace sg {
+
+struct Conv2dShape {
+  int N = 1, H = 1, W = 1, C = 1;  // input
+  int K = 1, R = 1, S = 1;         // output channels, kernel height and width
+  int stride = 1, pad = 0, groups = 1;
+  int P() const { return (H + 2 * pad - R) / stride + 1; }  // output height
+  int Q() const { return (W + 2 * pad - S) / stride + 1; }  // output width
+  long weight_size() const { return static_cast<long>(K) * (C / groups) * R * S; }
+  long in_size() const { return static_cast<long>(N) * H * W * C; }
+  long out_size() const { return static_cast<long>(N) * P() * Q() * K; }
+  bool operator==(const Conv2dShape&) const = default;
+};
+
+namespace cpu {
+
+void conv2d_forward(float* out,           // (N,P,Q,K) =
+                    const float* inp,     // (N,H,W,C)
+                    const float* weight,  // (K,C/groups,R,S)
+                    const Conv2dShape& s);
+// Written with = (not +=): a residual block adds the branches' input gradients itself.
+void conv2d_backward_data(float* dinp,          // (N,H,W,C) =
+                          const float* dout,    // (N,P,Q,K)
+                          const float* weight,  // (K,C/groups,R,S)
+                          const Conv2dShape& s);
+void conv2d_backward_weights(float* dweight,     // (K,C/groups,R,S) +=
+                             const float* dout,  // (N,P,Q,K)
+                             const float* inp,   // (N,H,W,C)
+                             const Conv2dShape& s);
+
+void conv2d_forward_reference(float* out, const float* inp, const float* weight,
+                              const Conv2dShape& s);
+void conv2d_backward_data_reference(float* dinp, const float* dout, const float* weight,
+                                    const Conv2dShape& s);
+void conv2d_backward_weights_reference(float* dweight, const float* dout, const float* inp,
+                                       const Conv2dShape& s);
+
+}  // namespace cpu
+}  // namespace sg

@@ -1,0 +1,16 @@
+// ReLU on the CPU. See kernels/relu.h for the contract.
+#include "kernels/relu.h"
+
+namespace sg::cpu {
+
+void relu_forward(float* out, const float* inp, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+}
+
+void relu_backward(float* dinp, const float* out, const float* dout, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) dinp[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+}  // namespace sg::cpu

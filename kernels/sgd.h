@@ -1,0 +1,15 @@
+#pragma once
+// SGD with momentum and (L2) weight decay, as torch.optim.SGD with dampening 0:
+//   g = grad + weight_decay * p
+//   buf = momentum * buf + g            (buf starts at 0, so the first step sets buf = g)
+//   p -= lr * (nesterov ? g + momentum * buf : buf)
+// The caller passes weight_decay = 0 for tensors that are not decayed (batch norm, biases).
+
+namespace sg::cpu {
+
+void sgd_update(float* params,           // (n)
+                float* momentum_buffer,  // (n)
+                const float* grads,      // (n)
+                long n, float lr, float momentum, float weight_decay, bool nesterov);
+
+}  // namespace sg::cpu

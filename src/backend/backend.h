@@ -1,0 +1,159 @@
+#pragma once
+// The backend interface (DESIGN §4): what a device must do for the models, the optimizers and
+// the trainer. Memory (allocation, copies, fill), streams, and the ops the model families call,
+// each with the contract of its kernel header (kernels/<op>.h: shapes, = or +=). Pointers given
+// to an op are this backend's device memory. The CPU backend (cpu_backend.h) implements every
+// member with the reference kernels of kernels/cpu/ and oneDNN; the CUDA backend (Step 5) will
+// implement the same members. Nothing here names a model.
+//
+// Every member is required. Ops are synchronous on the CPU; on a GPU they are enqueued on the
+// backend's compute stream and synchronize() waits for them.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/conv2d.h"
+#include "kernels/pool.h"
+#include "tensor/tensor.h"
+
+namespace sg {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;  // "cpu", "cuda"
+
+  // --- memory ---------------------------------------------------------------------------
+  virtual void* allocate(size_t bytes) = 0;  // 64-byte aligned; RunError when it cannot
+  virtual void deallocate(void* ptr) noexcept = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // both on this device
+  virtual void copy_from_host(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void fill(const TensorView& t, double value) = 0;  // every element = value (as dtype)
+  void zero(float* data, size_t n) { fill({data, 0, DType::F32, device(), {static_cast<int64_t>(n)}}, 0.0); }
+
+  // --- streams --------------------------------------------------------------------------
+  virtual void synchronize() = 0;  // waits until every op issued so far is done
+
+  // --- linear algebra and elementwise (kernels/matmul.h, gelu.h, residual.h) --------------
+  virtual void matmul_forward(float* out, const float* inp, const float* weight,
+                              const float* bias, int N, int C, int OC) = 0;
+  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                               const float* inp, const float* weight, int N, int C, int OC) = 0;
+  virtual void gelu_forward(float* out, const float* inp, long n) = 0;
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, long n) = 0;
+  virtual void relu_forward(float* out, const float* inp, long n) = 0;
+  virtual void relu_backward(float* dinp, const float* out, const float* dout, long n) = 0;
+  virtual void residual_forward(float* out, const float* a, const float* b, long n) = 0;
+  virtual void add_inplace(float* out, const float* in, long n) = 0;       // out += in
+  virtual void add_bias(float* out, const float* bias, long N, long C) = 0;  // out[n,:] += bias
+
+  // --- transformer (kernels/layernorm.h, attention.h, encoder.h, crossentropy.h) ---------
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                 const float* weight, const float* bias, int N, int C) = 0;
+  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const float* weight, const float* mean,
+                                  const float* rstd, int N, int C) = 0;
+  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                                 int NH) = 0;
+  virtual void attention_backward(float* dqkv, float* scratch, const float* dout,
+                                  const float* qkv, const float* att, int B, int T, int C,
+                                  int NH) = 0;
+  virtual void encoder_forward(float* out, const int32_t* inp, const float* wte,
+                               const float* wpe, int B, int T, int C) = 0;
+  virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp,
+                                int B, int T, int C) = 0;
+  virtual void embedding_forward_vocab_range(float* out, const int32_t* inp,
+                                             const float* wte_local, int N, int C, int v0,
+                                             int Vl) = 0;
+  virtual void position_add(float* out, const float* wpe, int B, int T, int C) = 0;
+  virtual void encoder_backward_vocab_range(float* dwte_local, float* dwpe, const float* dout,
+                                            const int32_t* inp, int B, int T, int C, int v0,
+                                            int Vl) = 0;
+  virtual void crossentropy_forward(float* losses, float* probs, const float* logits,
+                                    const int32_t* targets, int N, int V, int Vp) = 0;
+  virtual void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
+                                     float dloss, int N, int V, int Vp) = 0;
+  virtual void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
+                                             const int32_t* targets, float dloss, int N, int V,
+                                             int Vp) = 0;
+  virtual void crossentropy_vp_max(float* row_max, const float* logits, int N, int Vl, int v0,
+                                   int V) = 0;
+  virtual void crossentropy_vp_sums(float* sum_exp, float* target_logit, const float* logits,
+                                    const float* row_max, const int32_t* targets, int N, int Vl,
+                                    int v0, int V) = 0;
+  virtual void crossentropy_vp_losses(float* losses, const float* row_max, const float* sum_exp,
+                                      const float* target_logit, int N) = 0;
+  virtual void crossentropy_vp_backward(float* dlogits, const float* logits,
+                                        const float* row_max, const float* sum_exp,
+                                        const int32_t* targets, float dloss, int N, int Vl,
+                                        int v0, int V) = 0;
+
+  // --- convolutional networks (kernels/conv2d.h, batchnorm.h, pool.h, relu.h,
+  // classifier_loss.h) --
+  // Activations are NHWC; convolution weights (K, C/groups, R, S) as PyTorch stores them.
+  virtual void conv2d_forward(float* out, const float* inp, const float* weight,
+                              const Conv2dShape& s) = 0;
+  virtual void conv2d_backward_data(float* dinp, const float* dout, const float* weight,
+                                    const Conv2dShape& s) = 0;
+  virtual void conv2d_backward_weights(float* dweight, const float* dout, const float* inp,
+                                       const Conv2dShape& s) = 0;
+  virtual void batchnorm_forward_train(float* out, float* mean, float* var, const float* inp,
+                                       const float* gamma, const float* beta, long M, int C,
+                                       float eps) = 0;
+  virtual void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
+                                  const float* inp, const float* mean, const float* var,
+                                  const float* gamma, long M, int C, float eps) = 0;
+  // The split batch norm that synchronised statistics go through (sums reduced over the
+  // replicas between the calls), also evaluation (normalize with the running statistics).
+  virtual void batchnorm_sums(double* sums, const float* inp, long M, int C) = 0;
+  virtual void batchnorm_stats(float* mean, float* var, const double* sums, double count,
+                               int C) = 0;
+  virtual void batchnorm_normalize(float* out, const float* inp, const float* mean,
+                                   const float* var, const float* gamma, const float* beta,
+                                   long M, int C, float eps) = 0;
+  virtual void batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta,
+                                       const float* dout, const float* inp, const float* mean,
+                                       const float* var, long M, int C, float eps) = 0;
+  virtual void batchnorm_backward_input(float* dinp, const double* sums, const float* dout,
+                                        const float* inp, const float* mean, const float* var,
+                                        const float* gamma, double count, long M, int C,
+                                        float eps) = 0;
+  virtual void batchnorm_update_running(float* running_mean, float* running_var,
+                                        const float* mean, const float* var, double count, int C,
+                                        float momentum) = 0;
+  virtual void maxpool_forward(float* out, int32_t* argmax, const float* inp,
+                               const Pool2dShape& s) = 0;
+  virtual void maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
+                                const Pool2dShape& s) = 0;
+  virtual void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) = 0;
+  virtual void global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) = 0;
+  virtual void global_avgpool_backward(float* dinp, const float* dout, int N, int HW,
+                                       int C) = 0;
+  virtual void classifier_loss_forward_backward(float* losses, float* dlogits,
+                                                const float* logits, const int32_t* labels,
+                                                float smoothing, float dloss, int N, int K) = 0;
+  virtual void classifier_correct(int64_t* top1, int64_t* top5, const float* logits,
+                                  const int32_t* labels, int N, int K) = 0;
+
+  // --- optimizers (kernels/adamw.h, sgd.h, grad_norm.h) ---------------------------------
+  virtual void adamw_update(float* params, float* m, float* v, const float* grads, long n,
+                            float lr, float beta1, float beta2, float eps, float weight_decay,
+                            int step) = 0;
+  virtual void sgd_update(float* params, float* momentum_buffer, const float* grads, long n,
+                          float lr, float momentum, float weight_decay, bool nesterov) = 0;
+  virtual double sum_of_squares(const float* x, long n) = 0;
+  virtual float clip_by_global_norm(float* x, long n, double norm, float max_norm) = 0;
+};
+
+// The host backend, one per process (thread-safe to share: ops are stateless but for oneDNN's
+// primitive cache, which is locked).
+Backend& cpu_backend();
+
+// The backend for devices.backend ("cpu" or "cuda"). RunError when it is not available in this
+// build or on this machine, with what to do.
+Backend& backend_for(const std::string& name);
+
+}  // namespace sg

@@ -1,0 +1,268 @@
+// The CPU backend: host memory and the kernels of kernels/cpu/ (OpenBLAS, oneDNN, OpenMP).
+// Every op forwards to the kernel of the same name; see backend.h for the interface.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backend/backend.h"
+#include "kernels/adamw.h"
+#include "kernels/attention.h"
+#include "kernels/batchnorm.h"
+#include "kernels/classifier_loss.h"
+#include "kernels/conv2d.h"
+#include "kernels/crossentropy.h"
+#include "kernels/encoder.h"
+#include "kernels/gelu.h"
+#include "kernels/grad_norm.h"
+#include "kernels/layernorm.h"
+#include "kernels/matmul.h"
+#include "kernels/pool.h"
+#include "kernels/relu.h"
+#include "kernels/residual.h"
+#include "kernels/sgd.h"
+#include "util/error.h"
+
+namespace sg {
+namespace {
+
+template <class T>
+void fill_as(void* data, size_t n, T value) {
+  T* p = static_cast<T*>(data);
+#pragma omp parallel for simd schedule(static) if (n > (1u << 16))
+  for (size_t i = 0; i < n; ++i) p[i] = value;
+}
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::cpu(); }
+  std::string name() const override { return "cpu"; }
+
+  void* allocate(size_t bytes) override {
+    constexpr size_t kAlign = 64;
+    void* p = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    if (p == nullptr) {
+      throw RunError("cannot allocate " + std::to_string(bytes) + " bytes of host memory; "
+                     "lower train.micro_batch or the model size, or use more processes");
+    }
+    return p;
+  }
+  void deallocate(void* ptr) noexcept override { std::free(ptr); }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memmove(dst, src, bytes);
+  }
+  void copy_from_host(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
+  void fill(const TensorView& t, double value) override {
+    const size_t n = t.numel();
+    void* p = t.data();
+    switch (t.dtype) {
+      case DType::F32: fill_as(p, n, static_cast<float>(value)); break;
+      case DType::F64: fill_as(p, n, value); break;
+      case DType::I32: fill_as(p, n, static_cast<int32_t>(value)); break;
+      case DType::I64: fill_as(p, n, static_cast<int64_t>(value)); break;
+      case DType::U16: fill_as(p, n, static_cast<uint16_t>(value)); break;
+      case DType::BF16: fill_as(p, n, float_to_bf16(static_cast<float>(value))); break;
+      case DType::F16: fill_as(p, n, float_to_half(static_cast<float>(value))); break;
+      default:
+        if (value != 0.0) throw RunError(std::string("fill of ") + dtype_name(t.dtype) + " with a non-zero value");
+        std::memset(p, 0, t.bytes());
+    }
+  }
+  void synchronize() override {}
+
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+                      int C, int OC) override {
+    cpu::matmul_forward(out, inp, weight, bias, N, C, OC);
+  }
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, int N, int C, int OC) override {
+    cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  }
+  void gelu_forward(float* out, const float* inp, long n) override { cpu::gelu_forward(out, inp, n); }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, long n) override {
+    cpu::gelu_backward(dinp, inp, dout, n);
+  }
+  void relu_forward(float* out, const float* inp, long n) override { cpu::relu_forward(out, inp, n); }
+  void relu_backward(float* dinp, const float* out, const float* dout, long n) override {
+    cpu::relu_backward(dinp, out, dout, n);
+  }
+  void residual_forward(float* out, const float* a, const float* b, long n) override {
+    cpu::residual_forward(out, a, b, n);
+  }
+  void add_inplace(float* out, const float* in, long n) override { cpu::add_inplace(out, in, n); }
+  void add_bias(float* out, const float* bias, long N, long C) override {
+    cpu::add_bias(out, bias, N, C);
+  }
+
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int N, int C) override {
+    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int N, int C) override {
+    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                         int NH) override {
+    cpu::attention_forward(out, att, qkv, B, T, C, NH);
+  }
+  void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                          const float* att, int B, int T, int C, int NH) override {
+    cpu::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+  }
+  void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B,
+                       int T, int C) override {
+    cpu::encoder_forward(out, inp, wte, wpe, B, T, C);
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B,
+                        int T, int C) override {
+    cpu::encoder_backward(dwte, dwpe, dout, inp, B, T, C);
+  }
+  void embedding_forward_vocab_range(float* out, const int32_t* inp, const float* wte_local,
+                                     int N, int C, int v0, int Vl) override {
+    cpu::embedding_forward_vocab_range(out, inp, wte_local, N, C, v0, Vl);
+  }
+  void position_add(float* out, const float* wpe, int B, int T, int C) override {
+    cpu::position_add(out, wpe, B, T, C);
+  }
+  void encoder_backward_vocab_range(float* dwte_local, float* dwpe, const float* dout,
+                                    const int32_t* inp, int B, int T, int C, int v0,
+                                    int Vl) override {
+    cpu::encoder_backward_vocab_range(dwte_local, dwpe, dout, inp, B, T, C, v0, Vl);
+  }
+  void crossentropy_forward(float* losses, float* probs, const float* logits,
+                            const int32_t* targets, int N, int V, int Vp) override {
+    cpu::crossentropy_forward(losses, probs, logits, targets, N, V, Vp);
+  }
+  void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
+                             float dloss, int N, int V, int Vp) override {
+    cpu::crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp);
+  }
+  void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
+                                     const int32_t* targets, float dloss, int N, int V,
+                                     int Vp) override {
+    cpu::crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp);
+  }
+  void crossentropy_vp_max(float* row_max, const float* logits, int N, int Vl, int v0,
+                           int V) override {
+    cpu::crossentropy_vp_max(row_max, logits, N, Vl, v0, V);
+  }
+  void crossentropy_vp_sums(float* sum_exp, float* target_logit, const float* logits,
+                            const float* row_max, const int32_t* targets, int N, int Vl, int v0,
+                            int V) override {
+    cpu::crossentropy_vp_sums(sum_exp, target_logit, logits, row_max, targets, N, Vl, v0, V);
+  }
+  void crossentropy_vp_losses(float* losses, const float* row_max, const float* sum_exp,
+                              const float* target_logit, int N) override {
+    cpu::crossentropy_vp_losses(losses, row_max, sum_exp, target_logit, N);
+  }
+  void crossentropy_vp_backward(float* dlogits, const float* logits, const float* row_max,
+                                const float* sum_exp, const int32_t* targets, float dloss, int N,
+                                int Vl, int v0, int V) override {
+    cpu::crossentropy_vp_backward(dlogits, logits, row_max, sum_exp, targets, dloss, N, Vl, v0, V);
+  }
+
+  void conv2d_forward(float* out, const float* inp, const float* weight,
+                      const Conv2dShape& s) override {
+    cpu::conv2d_forward(out, inp, weight, s);
+  }
+  void conv2d_backward_data(float* dinp, const float* dout, const float* weight,
+                            const Conv2dShape& s) override {
+    cpu::conv2d_backward_data(dinp, dout, weight, s);
+  }
+  void conv2d_backward_weights(float* dweight, const float* dout, const float* inp,
+                               const Conv2dShape& s) override {
+    cpu::conv2d_backward_weights(dweight, dout, inp, s);
+  }
+  void batchnorm_forward_train(float* out, float* mean, float* var, const float* inp,
+                               const float* gamma, const float* beta, long M, int C,
+                               float eps) override {
+    cpu::batchnorm_forward_train(out, mean, var, inp, gamma, beta, M, C, eps);
+  }
+  void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
+                          const float* inp, const float* mean, const float* var,
+                          const float* gamma, long M, int C, float eps) override {
+    cpu::batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, M, C, eps);
+  }
+  void batchnorm_sums(double* sums, const float* inp, long M, int C) override {
+    cpu::batchnorm_sums(sums, inp, M, C);
+  }
+  void batchnorm_stats(float* mean, float* var, const double* sums, double count, int C) override {
+    cpu::batchnorm_stats(mean, var, sums, count, C);
+  }
+  void batchnorm_normalize(float* out, const float* inp, const float* mean, const float* var,
+                           const float* gamma, const float* beta, long M, int C,
+                           float eps) override {
+    cpu::batchnorm_normalize(out, inp, mean, var, gamma, beta, M, C, eps);
+  }
+  void batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta, const float* dout,
+                               const float* inp, const float* mean, const float* var, long M,
+                               int C, float eps) override {
+    cpu::batchnorm_backward_sums(sums, dgamma, dbeta, dout, inp, mean, var, M, C, eps);
+  }
+  void batchnorm_backward_input(float* dinp, const double* sums, const float* dout,
+                                const float* inp, const float* mean, const float* var,
+                                const float* gamma, double count, long M, int C,
+                                float eps) override {
+    cpu::batchnorm_backward_input(dinp, sums, dout, inp, mean, var, gamma, count, M, C, eps);
+  }
+  void batchnorm_update_running(float* running_mean, float* running_var, const float* mean,
+                                const float* var, double count, int C, float momentum) override {
+    cpu::batchnorm_update_running(running_mean, running_var, mean, var, count, C, momentum);
+  }
+  void maxpool_forward(float* out, int32_t* argmax, const float* inp,
+                       const Pool2dShape& s) override {
+    cpu::maxpool_forward(out, argmax, inp, s);
+  }
+  void maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
+                        const Pool2dShape& s) override {
+    cpu::maxpool_backward(dinp, dout, argmax, s);
+  }
+  void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) override {
+    cpu::nchw_to_nhwc(out, inp, N, C, HW);
+  }
+  void global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) override {
+    cpu::global_avgpool_forward(out, inp, N, HW, C);
+  }
+  void global_avgpool_backward(float* dinp, const float* dout, int N, int HW, int C) override {
+    cpu::global_avgpool_backward(dinp, dout, N, HW, C);
+  }
+  void classifier_loss_forward_backward(float* losses, float* dlogits, const float* logits,
+                                        const int32_t* labels, float smoothing, float dloss,
+                                        int N, int K) override {
+    cpu::classifier_loss_forward_backward(losses, dlogits, logits, labels, smoothing, dloss, N, K);
+  }
+  void classifier_correct(int64_t* top1, int64_t* top5, const float* logits,
+                          const int32_t* labels, int N, int K) override {
+    cpu::classifier_correct(top1, top5, logits, labels, N, K);
+  }
+
+  void adamw_update(float* params, float* m, float* v, const float* grads, long n, float lr,
+                    float beta1, float beta2, float eps, float weight_decay, int step) override {
+    cpu::adamw_update(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay, step);
+  }
+  void sgd_update(float* params, float* momentum_buffer, const float* grads, long n, float lr,
+                  float momentum, float weight_decay, bool nesterov) override {
+    cpu::sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov);
+  }
+  double sum_of_squares(const float* x, long n) override { return cpu::sum_of_squares(x, n); }
+  float clip_by_global_norm(float* x, long n, double norm, float max_norm) override {
+    return cpu::clip_by_global_norm(x, n, norm, max_norm);
+  }
+};
+
+}  // namespace
+
+Backend& cpu_backend() {
+  static CpuBackend backend;
+  return backend;
+}
+
+Backend& backend_for(const std::string& name) {
+  if (name == "cpu") return cpu_backend();
+  throw RunError("devices.backend '" + name +
+                 "' has no training loop yet in this version; use devices.backend: cpu");
+}
+
+}  // namespace sg

@@ -1,0 +1,32 @@
+// The one place that maps model.arch to a model family (torchtitan's train-spec registry):
+// everything else works through ModelFamily.
+#include "config/job_spec.h"
+#include "model/gpt2_family.h"
+#include "model/model_family.h"
+#include "model/resnet_family.h"
+#include "util/error.h"
+
+namespace sg {
+
+std::unique_ptr<ModelFamily> make_model_family(const JobSpec& spec) {
+  const ModelSpec& m = spec.model;
+  if (m.arch == "gpt2") {
+    const GPT2Shape shape{m.n_layer, m.n_head, m.n_embd, m.context, m.vocab, spec.padded_vocab()};
+    return std::make_unique<GPT2Family>(shape, spec.seq_len(), m.init_std);
+  }
+  if (m.arch == "resnet") {
+    ResNetShape shape;
+    shape.depth = m.depth;
+    shape.width = m.width;
+    shape.classes = m.classes;
+    shape.image_size = m.image_size;
+    shape.zero_init_residual = m.zero_init_residual;
+    shape.sync_bn = m.sync_bn;
+    shape.label_smoothing = static_cast<float>(m.label_smoothing);
+    return std::make_unique<ResNetFamily>(shape);
+  }
+  throw SpecError(spec.source + ": model.arch '" + m.arch + "' is not a model this build knows; "
+                  "use gpt2 or resnet");
+}
+
+}  // namespace sg

@@ -1,0 +1,360 @@
+#include "model/resnet.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "comm/communicator.h"
+#include "util/error.h"
+
+namespace sg {
+namespace {
+
+size_t numel(const Conv2dShape& s) { return static_cast<size_t>(s.out_size()); }
+
+ResNetUnit resolve(const ConvBn& u, const ParameterLayout& layout, int B) {
+  ResNetUnit r;
+  r.conv = u.shape;
+  r.conv.N = B;
+  r.weight = layout.find(u.conv + ".weight").offset;
+  r.gamma = layout.find(u.bn + ".weight").offset;
+  r.beta = layout.find(u.bn + ".bias").offset;
+  r.running_mean = layout.find(u.bn + ".running_mean").offset;
+  r.running_var = layout.find(u.bn + ".running_var").offset;
+  r.relu = u.relu;
+  return r;
+}
+
+// Hands out consecutive pieces of an arena (or, with a null base, only counts them), each
+// rounded up to 64 bytes.
+struct Carver {
+  float* base = nullptr;
+  size_t used = 0;
+  float* take(size_t n) {
+    float* p = base ? base + used : nullptr;
+    used += (n + 15) / 16 * 16;
+    return p;
+  }
+};
+
+}  // namespace
+
+ResNetStagePlan plan_resnet_stage(const ResNetFamily& family, const ParameterLayout& layout, int B) {
+  const ResNetGraph& g = family.graph();
+  ResNetStagePlan p;
+  p.B = B;
+  p.first = layout.first_stage();
+  p.last = layout.last_stage();
+  p.image_size = family.shape().image_size;
+  const auto& all = layout.tensors();
+  if (p.first) {
+    p.stem = resolve(g.stem, layout, B);
+    p.pool = g.pool;
+    p.pool.N = B;
+    p.input_floats = static_cast<size_t>(B) * 3 * p.image_size * p.image_size;
+    p.largest = std::max({p.input_floats, numel(p.stem.conv), static_cast<size_t>(p.pool.out_size())});
+  }
+  for (int b = layout.first_block(); b < layout.first_block() + layout.blocks(); ++b) {
+    const ResidualBlock& gb = g.blocks[static_cast<size_t>(b)];
+    ResNetStageBlock sb;
+    for (const ConvBn& u : gb.units) sb.units.push_back(resolve(u, layout, B));
+    sb.downsample = gb.downsample;
+    if (gb.downsample) sb.shortcut = resolve(gb.shortcut, layout, B);
+    sb.tensors = layout.block_tensors(b - layout.first_block());
+    const size_t in = static_cast<size_t>(B) * gb.in_size * gb.in_size * gb.in_channels;
+    if (b == layout.first_block() && !p.first) p.input_floats = in;
+    p.largest = std::max(p.largest, in);
+    for (const ResNetUnit& u : sb.units) p.largest = std::max(p.largest, numel(u.conv));
+    p.output_floats = static_cast<size_t>(B) * gb.out_size * gb.out_size * gb.out_channels;
+    p.blocks.push_back(std::move(sb));
+  }
+  (void)all;
+  p.features = g.features;
+  p.classes = family.shape().classes;
+  p.final_hw = g.final_size * g.final_size;
+  if (p.last) {
+    p.fc_weight = layout.find("fc.weight").offset;
+    p.fc_bias = layout.find("fc.bias").offset;
+  }
+  return p;
+}
+
+ResNet::ResNet(const ResNetFamily& family, const ParameterLayout& layout, int B)
+    : family_(family), layout_(layout), plan_(plan_resnet_stage(family, layout, B)) {}
+
+ResNet::ResNet(const ResNetFamily& family, const ParameterLayout& layout,
+               const StageContext& context)
+    : ResNet(family, layout, context.micro_batch) {
+  backend_ = context.backend;
+  replica_group_ = context.replica_group;
+  sync_bn_ = family.shape().sync_bn && replica_group_ != nullptr && replica_group_->size() > 1;
+  const size_t floats = lay_out(nullptr, context.slots);
+  arena_ = Buffer(*backend_, floats * sizeof(float));
+  backend_->zero(arena_.as<float>(), floats);
+  lay_out(arena_.as<float>(), context.slots);
+}
+
+size_t resnet_activation_floats(const ResNetFamily& family, const ParameterLayout& layout, int B,
+                                int slots) {
+  return ResNet(family, layout, B).lay_out(nullptr, slots);
+}
+
+size_t ResNet::lay_out(float* arena, int slots) {
+  const ResNetStagePlan& p = plan_;
+  Carver carve{arena};
+  auto unit = [&](const Unit& u) {
+    UnitActs a;
+    a.conv = carve.take(numel(u.conv));
+    a.out = carve.take(numel(u.conv));
+    a.mean = carve.take(static_cast<size_t>(u.conv.K));
+    a.var = carve.take(static_cast<size_t>(u.conv.K));
+    return a;
+  };
+  std::vector<Slot> slots_out(static_cast<size_t>(slots));
+  for (Slot& s : slots_out) {
+    s.input = carve.take(p.input_floats);
+    if (p.first) {
+      s.stem = unit(p.stem);
+      s.pooled = carve.take(static_cast<size_t>(p.pool.out_size()));
+      s.argmax = reinterpret_cast<int32_t*>(carve.take(static_cast<size_t>(p.pool.out_size())));
+    }
+    for (const auto& b : p.blocks) {
+      std::vector<UnitActs> acts;
+      for (const Unit& u : b.units) acts.push_back(unit(u));
+      if (b.downsample) acts.push_back(unit(b.shortcut));
+      s.blocks.push_back(std::move(acts));
+    }
+    if (p.last) {
+      s.features = carve.take(static_cast<size_t>(p.B) * p.features);
+      s.logits = carve.take(static_cast<size_t>(p.B) * p.classes);
+      s.losses = carve.take(static_cast<size_t>(p.B));
+    }
+  }
+  // Backward scratch, shared by the slots: five gradient buffers as large as the largest
+  // activation, the pooled features' gradient and the batch-norm sums.
+  float* scratch[5];
+  for (float*& g : scratch) g = carve.take(p.largest);
+  float* dfeatures = carve.take(static_cast<size_t>(p.B) * p.features);
+  size_t widest = static_cast<size_t>(p.first ? p.stem.conv.K : 1);
+  for (const auto& b : p.blocks) {
+    for (const Unit& u : b.units) widest = std::max(widest, static_cast<size_t>(u.conv.K));
+    if (b.downsample) widest = std::max(widest, static_cast<size_t>(b.shortcut.conv.K));
+  }
+  auto* sums = reinterpret_cast<double*>(carve.take(4 * widest));  // 2C doubles
+  if (arena != nullptr) {
+    slots_ = std::move(slots_out);
+    grad_a_ = scratch[0], grad_b_ = scratch[1], grad_c_ = scratch[2], grad_d_ = scratch[3];
+    grad_e_ = scratch[4];
+    dfeatures_ = dfeatures;
+    bn_sums_ = sums;
+    output_grad_ = grad_a_;
+  }
+  return carve.used;
+}
+
+const float* ResNet::stage_output(int slot) const {
+  const Slot& s = slots_[static_cast<size_t>(slot)];
+  return s.blocks.back()[plan_.blocks.back().units.size() - 1].out;
+}
+
+void ResNet::reduce_over_replicas(double* sums, size_t n) {
+  Communicator& group = *replica_group_;
+  // Rank order, whatever the transport's: synchronised statistics are deterministic.
+  gathered_sums_.resize(n * static_cast<size_t>(group.size()));
+  group.all_gather(gathered_sums_.data(), sums, n);
+  for (size_t i = 0; i < n; ++i) {
+    double total = 0;
+    for (int r = 0; r < group.size(); ++r) total += gathered_sums_[static_cast<size_t>(r) * n + i];
+    sums[i] = total;
+  }
+}
+
+void ResNet::batchnorm_train(const Unit& u, UnitActs& a, const float* params) {
+  Backend& be = *backend_;
+  const long M = u.rows();
+  const int K = u.conv.K;
+  const float eps = family_.shape().bn_eps;
+  if (!sync_bn_) {
+    be.batchnorm_forward_train(a.out, a.mean, a.var, a.conv, params + u.gamma, params + u.beta, M,
+                               K, eps);
+    return;
+  }
+  be.batchnorm_sums(bn_sums_, a.conv, M, K);
+  reduce_over_replicas(bn_sums_, 2 * static_cast<size_t>(K));
+  be.batchnorm_stats(a.mean, a.var, bn_sums_, static_cast<double>(M) * replica_group_->size(), K);
+  be.batchnorm_normalize(a.out, a.conv, a.mean, a.var, params + u.gamma, params + u.beta, M, K,
+                         eps);
+}
+
+void ResNet::batchnorm_train_backward(const Unit& u, const UnitActs& a, const float* dy,
+                                      float* dconv, float* grads, const float* params) {
+  Backend& be = *backend_;
+  const long M = u.rows();
+  const int K = u.conv.K;
+  const float eps = family_.shape().bn_eps;
+  if (!sync_bn_) {
+    be.batchnorm_backward(dconv, grads + u.gamma, grads + u.beta, dy, a.conv, a.mean, a.var,
+                          params + u.gamma, M, K, eps);
+    return;
+  }
+  be.batchnorm_backward_sums(bn_sums_, grads + u.gamma, grads + u.beta, dy, a.conv, a.mean, a.var,
+                             M, K, eps);
+  reduce_over_replicas(bn_sums_, 2 * static_cast<size_t>(K));
+  be.batchnorm_backward_input(dconv, bn_sums_, dy, a.conv, a.mean, a.var, params + u.gamma,
+                              static_cast<double>(M) * replica_group_->size(), M, K, eps);
+}
+
+void ResNet::unit_forward(const Unit& u, UnitActs& a, const float* x, const float* params,
+                          float* buffers, const ForwardOptions& options) {
+  Backend& be = *backend_;
+  be.conv2d_forward(a.conv, x, params + u.weight, u.conv);
+  const long M = u.rows();
+  const int K = u.conv.K;
+  if (options.training) {
+    batchnorm_train(u, a, params);
+    if (options.update_buffers) {
+      const double count = static_cast<double>(M) * (sync_bn_ ? replica_group_->size() : 1);
+      be.batchnorm_update_running(buffers + u.running_mean, buffers + u.running_var, a.mean,
+                                  a.var, count, K, family_.shape().bn_momentum);
+    }
+  } else {
+    be.batchnorm_normalize(a.out, a.conv, buffers + u.running_mean, buffers + u.running_var,
+                           params + u.gamma, params + u.beta, M, K, family_.shape().bn_eps);
+  }
+  if (u.relu) be.relu_forward(a.out, a.out, M * K);
+}
+
+void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, const float* x, float* dx,
+                           float* grads, const float* params) {
+  Backend& be = *backend_;
+  const long n = u.rows() * u.conv.K;
+  if (u.relu) be.relu_backward(dy, a.out, dy, n);
+  float* dconv = grad_e_;
+  batchnorm_train_backward(u, a, dy, dconv, grads, params);
+  be.conv2d_backward_weights(grads + u.weight, dconv, x, u.conv);
+  if (dx != nullptr) be.conv2d_backward_data(dx, dconv, params + u.weight, u.conv);
+}
+
+float ResNet::forward(int slot, const float* params, float* buffers, const MicroBatch& batch,
+                      const ForwardOptions& options) {
+  Backend& be = *backend_;
+  const ResNetStagePlan& p = plan_;
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  const float* x = s.input;
+  if (p.first) {
+    const int S = p.image_size;
+    // The images arrive NCHW on the host; the backward scratch serves as the staging buffer.
+    be.copy_from_host(grad_e_, batch.data<float>(0), p.input_floats * sizeof(float));
+    be.nchw_to_nhwc(s.input, grad_e_, p.B, 3, S * S);
+    unit_forward(p.stem, s.stem, s.input, params, buffers, options);
+    be.maxpool_forward(s.pooled, s.argmax, s.stem.out, p.pool);
+    x = s.pooled;
+  }
+  for (size_t b = 0; b < p.blocks.size(); ++b) {
+    const ResNetStageBlock& block = p.blocks[b];
+    std::vector<UnitActs>& acts = s.blocks[b];
+    const float* h = x;
+    for (size_t i = 0; i < block.units.size(); ++i) {
+      unit_forward(block.units[i], acts[i], h, params, buffers, options);
+      h = acts[i].out;
+    }
+    const float* identity = x;
+    if (block.downsample) {
+      unit_forward(block.shortcut, acts.back(), x, params, buffers, options);
+      identity = acts.back().out;
+    }
+    UnitActs& last = acts[block.units.size() - 1];
+    const long n = block.units.back().rows() * block.units.back().conv.K;
+    be.add_inplace(last.out, identity, n);
+    be.relu_forward(last.out, last.out, n);
+    x = last.out;
+  }
+  s.trained = options.training;
+  s.fused_dloss = options.fused_dloss;
+  if (!p.last) return 0.0f;
+  be.global_avgpool_forward(s.features, x, p.B, p.final_hw, p.features);
+  be.matmul_forward(s.logits, s.features, params + p.fc_weight, params + p.fc_bias, p.B,
+                    p.features, p.classes);
+  const int32_t* labels = batch.data<int32_t>(1);
+  const float smoothing = family_.shape().label_smoothing;
+  // Training fuses the logits' gradient into this pass (in place of the logits).
+  be.classifier_loss_forward_backward(s.losses, options.fused_dloss != 0.0f ? s.logits : nullptr,
+                                      s.logits, labels, smoothing, options.fused_dloss, p.B,
+                                      p.classes);
+  std::vector<float> losses(static_cast<size_t>(p.B));
+  be.copy_to_host(losses.data(), s.losses, losses.size() * sizeof(float));
+  double sum = 0;  // fixed order: deterministic
+  for (float l : losses) sum += l;
+  return static_cast<float>(sum / p.B);
+}
+
+void ResNet::add_metrics(int slot, const MicroBatch& batch, double* sums) {
+  int64_t top1 = 0, top5 = 0;
+  backend_->classifier_correct(&top1, &top5, slots_[static_cast<size_t>(slot)].logits,
+                               batch.data<int32_t>(1), plan_.B, plan_.classes);
+  sums[0] += static_cast<double>(top1);
+  sums[1] += static_cast<double>(top5);
+}
+
+void ResNet::backward(int slot, float* grads, const float* params, const MicroBatch& batch,
+                      float dloss, const OnReady& on_ready) {
+  Backend& be = *backend_;
+  const ResNetStagePlan& p = plan_;
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  if (!s.trained) throw RunError("ResNet::backward called without a training forward pass");
+  if (p.last && s.fused_dloss != dloss) {
+    throw RunError("ResNet::backward: dloss differs from the one fused into the forward pass");
+  }
+  (void)batch;
+  const auto ready = [&](std::pair<size_t, size_t> range) {
+    if (!on_ready || range.second == 0) return;
+    const auto& ts = layout_.tensors();
+    const ParamTensor& last = ts[range.first + range.second - 1];
+    on_ready(ts[range.first].offset, last.offset + last.numel);
+  };
+  // g: the gradient of the current block's output. Block gradients ping-pong between a and b.
+  float* g = grad_a_;
+  float* other = grad_b_;
+  if (p.last) {
+    be.zero(dfeatures_, static_cast<size_t>(p.B) * p.features);
+    be.matmul_backward(dfeatures_, grads + p.fc_weight, grads + p.fc_bias, s.logits, s.features,
+                       params + p.fc_weight, p.B, p.features, p.classes);
+    ready(layout_.last_tensors());
+    be.global_avgpool_backward(g, dfeatures_, p.B, p.final_hw, p.features);
+  }  // else output_grad() (= grad_a_) holds the gradient from the next stage
+  for (size_t bi = p.blocks.size(); bi-- > 0;) {
+    const ResNetStageBlock& block = p.blocks[bi];
+    const std::vector<UnitActs>& acts = s.blocks[bi];
+    const float* x = bi > 0 ? s.blocks[bi - 1][p.blocks[bi - 1].units.size() - 1].out
+                            : (p.first ? s.pooled : s.input);
+    const size_t n_units = block.units.size();
+    const long n_out = block.units.back().rows() * block.units.back().conv.K;
+    const long n_in = static_cast<long>(block.units.front().conv.in_size());
+    be.relu_backward(g, acts[n_units - 1].out, g, n_out);  // g: the gradient of the sum
+    // The shortcut: the block input's gradient starts as the identity's (or the downsample's).
+    if (block.downsample) {
+      unit_backward(block.shortcut, acts.back(), g, x, other, grads, params);
+    } else {
+      be.copy(other, g, static_cast<size_t>(n_in) * sizeof(float));
+    }
+    // The main branch, last unit first; its gradients ping-pong between c and d.
+    float* dy = g;
+    float* spare[2] = {grad_c_, grad_d_};
+    for (size_t i = n_units; i-- > 0;) {
+      const float* unit_in = i > 0 ? acts[i - 1].out : x;
+      float* dx = spare[i % 2];
+      unit_backward(block.units[i], acts[i], dy, unit_in, dx, grads, params);
+      dy = dx;
+    }
+    be.add_inplace(other, dy, n_in);  // the first unit's input gradient joins the shortcut's
+    ready(block.tensors);
+    std::swap(g, other);  // g: the gradient of this block's input = the previous block's output
+  }
+  if (p.first) {
+    be.maxpool_backward(other, g, s.argmax, p.pool);
+    unit_backward(p.stem, s.stem, other, s.input, nullptr, grads, params);
+    ready(layout_.first_tensors());
+  }
+  input_grad_ = g;
+}
+
+}  // namespace sg

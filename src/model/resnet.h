@@ -1,0 +1,120 @@
+#pragma once
+// One pipeline stage of a ResNet (StageModel, model_family.h) on a backend's ops: its stem (on
+// the first stage), its residual blocks, and the average pool, fc and label-smoothed loss (on
+// the last). Activations are NHWC, allocated once for `slots` micro-batches in flight; the
+// images arrive NCHW (the batch field) and are transposed on entry.
+//
+// Batch norm normalises with the micro-batch's statistics in training (oneDNN's fused pair) or,
+// with model.sync_bn, with statistics summed over the replica group (the split batch norm, its
+// sums all-reduced between the calls); with the running statistics in evaluation. The running
+// statistics take a micro-batch when ForwardOptions::update_buffers says so.
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/model_family.h"
+#include "model/resnet_family.h"
+
+namespace sg {
+
+// A convolution + batch norm unit resolved for one stage: shapes at the micro-batch, tensor
+// offsets (params: weight, gamma, beta; buffers: running mean and variance).
+struct ResNetUnit {
+  Conv2dShape conv;
+  size_t weight = 0, gamma = 0, beta = 0, running_mean = 0, running_var = 0;
+  bool relu = true;
+  long rows() const { return static_cast<long>(conv.N) * conv.P() * conv.Q(); }  // BN's M
+};
+struct ResNetStageBlock {
+  std::vector<ResNetUnit> units;
+  bool downsample = false;
+  ResNetUnit shortcut;
+  std::pair<size_t, size_t> tensors;  // range of the layout's tensors, for on_ready
+};
+// What one stage runs for micro-batches of B images.
+struct ResNetStagePlan {
+  int B = 1;
+  bool first = true, last = true;
+  ResNetUnit stem;
+  Pool2dShape pool;
+  std::vector<ResNetStageBlock> blocks;
+  size_t fc_weight = 0, fc_bias = 0;
+  int features = 0, classes = 0, final_hw = 0, image_size = 0;
+  size_t input_floats = 0, output_floats = 0, largest = 0;  // largest: any activation here
+};
+ResNetStagePlan plan_resnet_stage(const ResNetFamily& family, const ParameterLayout& layout,
+                                  int B);
+
+// Floats of activation memory of a stage with `slots` micro-batches of B images in flight,
+// with the backward scratch: what ResNet allocates and `plan` reports.
+size_t resnet_activation_floats(const ResNetFamily& family, const ParameterLayout& layout, int B,
+                                int slots);
+
+class ResNet final : public StageModel {
+ public:
+  ResNet(const ResNetFamily& family, const ParameterLayout& layout, const StageContext& context);
+
+  float forward(int slot, const float* params, float* buffers, const MicroBatch& batch,
+                const ForwardOptions& options) override;
+  void backward(int slot, float* grads, const float* params, const MicroBatch& batch, float dloss,
+                const OnReady& on_ready) override;
+  size_t input_floats() const override { return plan_.input_floats; }
+  size_t output_floats() const override { return plan_.output_floats; }
+  float* stage_input(int slot) override { return slots_[static_cast<size_t>(slot)].input; }
+  const float* stage_output(int slot) const override;
+  float* output_grad() override { return output_grad_; }
+  const float* input_grad() const override { return input_grad_; }
+  void add_metrics(int slot, const MicroBatch& batch, double* sums) override;
+
+  const float* logits(int slot) const { return slots_[static_cast<size_t>(slot)].logits; }
+
+  struct UnitActs {
+    float *conv = nullptr, *out = nullptr, *mean = nullptr, *var = nullptr;
+  };
+
+ private:
+  struct Slot {
+    float* input = nullptr;  // NHWC: the transposed images on the first stage
+    UnitActs stem;
+    float* pooled = nullptr;
+    int32_t* argmax = nullptr;
+    std::vector<std::vector<UnitActs>> blocks;  // per block: its units, then the shortcut
+    float *features = nullptr, *logits = nullptr, *losses = nullptr;
+    float fused_dloss = 0.0f;
+    bool trained = false;  // the last forward ran in training mode (backward may follow)
+  };
+
+  using Unit = ResNetUnit;
+  // Places one slot's activations (and, once, the scratch) from `arena` on; returns the floats
+  // used. With a null arena only counts.
+  size_t lay_out(float* arena, int slots);
+  void unit_forward(const Unit& u, UnitActs& a, const float* x, const float* params,
+                    float* buffers, const ForwardOptions& options);
+  // dy: the gradient of the unit's output (modified: the ReLU's mask is applied in place);
+  // dx (may be null): the gradient of its input, written with =.
+  void unit_backward(const Unit& u, const UnitActs& a, float* dy, const float* x, float* dx,
+                     float* grads, const float* params);
+  void batchnorm_train(const Unit& u, UnitActs& a, const float* params);
+  void batchnorm_train_backward(const Unit& u, const UnitActs& a, const float* dy, float* dconv,
+                                float* grads, const float* params);
+  void reduce_over_replicas(double* sums, size_t n);
+
+  friend size_t resnet_activation_floats(const ResNetFamily&, const ParameterLayout&, int, int);
+  ResNet(const ResNetFamily& family, const ParameterLayout& layout, int B);  // plan only
+
+  const ResNetFamily& family_;
+  const ParameterLayout& layout_;
+  Backend* backend_ = nullptr;
+  Communicator* replica_group_ = nullptr;
+  ResNetStagePlan plan_;
+  bool sync_bn_ = false;
+  Buffer arena_;
+  std::vector<Slot> slots_;
+  float *grad_a_ = nullptr, *grad_b_ = nullptr, *grad_c_ = nullptr, *grad_d_ = nullptr,
+        *grad_e_ = nullptr, *dfeatures_ = nullptr;
+  double* bn_sums_ = nullptr;
+  float *output_grad_ = nullptr, *input_grad_ = nullptr;
+  std::vector<double> gathered_sums_;
+};
+
+}  // namespace sg

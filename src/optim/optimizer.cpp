@@ -1,0 +1,65 @@
+#include "optim/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/error.h"
+
+namespace sg {
+
+Optimizer::Optimizer(const ParameterLayout& layout, const OptimSpec& spec, size_t begin,
+                     size_t end, Backend& backend, size_t state_count)
+    : layout_(layout), spec_(spec), backend_(backend), begin_(begin),
+      end_(std::min(end, layout.total())) {
+  if (begin_ > end_) begin_ = end_;  // a rank past the end of a small model owns nothing
+  const size_t n = end_ - begin_;
+  for (size_t i = 0; i < state_count; ++i) {
+    state_.emplace_back(backend, n * sizeof(float));
+    backend.zero(state_.back().as<float>(), n);
+  }
+}
+
+float Optimizer::step(float* params, float* grads, double lr, int step) {
+  const double norm =
+      std::sqrt(backend_.sum_of_squares(grads + begin_, static_cast<long>(end_ - begin_)));
+  update_range(params, grads, norm, lr, step);
+  return static_cast<float>(norm);
+}
+
+void Optimizer::update_range(float* params, float* grads, double norm, double lr, int step) {
+  if (spec_.grad_clip > 0) {
+    backend_.clip_by_global_norm(grads + begin_, static_cast<long>(end_ - begin_), norm,
+                                 static_cast<float>(spec_.grad_clip));
+  }
+  for (const ParamTensor& t : layout_.tensors()) {
+    // The part of tensor t inside [begin, end).
+    const size_t lo = std::max(t.offset, begin_), hi = std::min(t.offset + t.numel, end_);
+    if (lo >= hi) continue;
+    const float wd = t.decay ? static_cast<float>(spec_.weight_decay) : 0.0f;
+    apply(params, grads, lo, hi, wd, lr, step);
+  }
+}
+
+void AdamWOptimizer::apply(float* params, const float* grads, size_t lo, size_t hi, float wd,
+                           double lr, int step) {
+  backend_.adamw_update(params + lo, state_at(0, lo), state_at(1, lo), grads + lo,
+                        static_cast<long>(hi - lo), static_cast<float>(lr),
+                        static_cast<float>(spec_.betas[0]), static_cast<float>(spec_.betas[1]),
+                        static_cast<float>(spec_.eps), wd, step);
+}
+
+void SgdOptimizer::apply(float* params, const float* grads, size_t lo, size_t hi, float wd,
+                         double lr, int) {
+  backend_.sgd_update(params + lo, state_at(0, lo), grads + lo, static_cast<long>(hi - lo),
+                      static_cast<float>(lr), static_cast<float>(spec_.momentum), wd,
+                      spec_.nesterov);
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimSpec& spec, const ParameterLayout& layout,
+                                          size_t begin, size_t end, Backend& backend) {
+  if (spec.name == "adamw") return std::make_unique<AdamWOptimizer>(layout, spec, begin, end, backend);
+  if (spec.name == "sgd") return std::make_unique<SgdOptimizer>(layout, spec, begin, end, backend);
+  throw SpecError("optim.name must be adamw or sgd, not '" + spec.name + "'");
+}
+
+}  // namespace sg

@@ -1,0 +1,90 @@
+#pragma once
+// The optimizer interface (DESIGN §4): an update rule over a range [begin, end) of the flat
+// parameter buffer, with named state of one element per parameter of that range ("m" and "v"
+// for AdamW, "momentum" for SGD). Under ZeRO each data-parallel process keeps one range, so
+// ZeRO shards any optimizer's state; checkpoints store each state tensor by name. Global-norm
+// clipping happens first, weight decay only where the layout's tensor says so.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "config/job_spec.h"
+#include "model/parameter_layout.h"
+
+namespace sg {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  virtual std::string name() const = 0;                     // optim.name
+  virtual std::vector<std::string> state_names() const = 0;  // checkpoint prefixes
+  float* state(size_t i) { return state_[i].as<float>(); }   // end() - begin() floats each
+  const float* state(size_t i) const { return state_[i].as<float>(); }
+  size_t begin() const { return begin_; }
+  size_t end() const { return end_; }
+
+  // Clips grads[begin, end) to optim.grad_clip by the global norm `norm` (computed by the caller
+  // over every range), then updates params[begin, end). Pointers are to the whole buffers;
+  // `step` is the 1-based optimizer step.
+  void update_range(float* params, float* grads, double norm, double lr, int step);
+  // The whole range on its own: its norm, then update_range. Returns the norm before clipping.
+  float step(float* params, float* grads, double lr, int step);
+
+ protected:
+  Optimizer(const ParameterLayout& layout, const OptimSpec& spec, size_t begin, size_t end,
+            Backend& backend, size_t state_count);
+  // Updates params[lo, hi) (part of one tensor, weight decay wd) with state offset lo - begin.
+  virtual void apply(float* params, const float* grads, size_t lo, size_t hi, float wd, double lr,
+                     int step) = 0;
+  float* state_at(size_t i, size_t lo) { return state(i) + (lo - begin_); }
+
+  const ParameterLayout& layout_;
+  OptimSpec spec_;
+  Backend& backend_;
+
+ private:
+  size_t begin_, end_;
+  std::vector<Buffer> state_;
+};
+
+// AdamW (kernels/adamw.h): state m, v.
+class AdamWOptimizer final : public Optimizer {
+ public:
+  AdamWOptimizer(const ParameterLayout& layout, const OptimSpec& spec)
+      : AdamWOptimizer(layout, spec, 0, layout.total()) {}
+  AdamWOptimizer(const ParameterLayout& layout, const OptimSpec& spec, size_t begin, size_t end,
+                 Backend& backend = cpu_backend())
+      : Optimizer(layout, spec, begin, end, backend, 2) {}
+  std::string name() const override { return "adamw"; }
+  std::vector<std::string> state_names() const override { return {"m", "v"}; }
+
+ private:
+  void apply(float* params, const float* grads, size_t lo, size_t hi, float wd, double lr,
+             int step) override;
+};
+
+// SGD with momentum, optionally Nesterov (kernels/sgd.h): state momentum.
+class SgdOptimizer final : public Optimizer {
+ public:
+  SgdOptimizer(const ParameterLayout& layout, const OptimSpec& spec, size_t begin, size_t end,
+               Backend& backend = cpu_backend())
+      : Optimizer(layout, spec, begin, end, backend, 1) {}
+  std::string name() const override { return "sgd"; }
+  std::vector<std::string> state_names() const override { return {"momentum"}; }
+
+ private:
+  void apply(float* params, const float* grads, size_t lo, size_t hi, float wd, double lr,
+             int step) override;
+};
+
+// The optimizer optim.name names, over [begin, end) (clamped to the layout).
+std::unique_ptr<Optimizer> make_optimizer(const OptimSpec& spec, const ParameterLayout& layout,
+                                          size_t begin, size_t end,
+                                          Backend& backend = cpu_backend());
+
+}  // namespace sg

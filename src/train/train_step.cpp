@@ -1,0 +1,94 @@
+// One optimizer step (training_run.h): the local virtual replicas one after another, the
+// gradient reduction, the optimizer, and the exchanges that keep copies equal.
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "optim/lr_schedule.h"
+#include "train/gradient_reduction.h"
+#include "train/training_run.h"
+#include "util/error.h"
+
+namespace sg {
+namespace {
+
+// Test hook (tests/e2e): SINGULARITY_TEST_FAIL="RANK:STEP" makes that rank throw during that
+// step, before the gradient reduction, as a real fault would.
+bool injected_failure(int rank, int64_t step) {
+  const char* v = std::getenv("SINGULARITY_TEST_FAIL");
+  if (v == nullptr) return false;
+  int fail_rank = -1;
+  long long fail_step = -1;
+  return std::sscanf(v, "%d:%lld", &fail_rank, &fail_step) == 2 && fail_rank == rank &&
+         fail_step == step;
+}
+
+constexpr int kBufferTag = 0;
+
+// Running statistics follow data-parallel replica 0 (DDP's broadcast_buffers): it alone updates
+// them, then every replica of the stage takes its values.
+void share_buffers(TrainingRun& run) {
+  const size_t n = run.layout->buffer_total();
+  Communicator& group = *run.mesh.data_group;
+  if (n == 0 || group.size() == 1) return;
+  group.broadcast(run.buffer_data(), n * sizeof(float), kBufferTag);
+}
+
+}  // namespace
+
+StepResult train_step(TrainingRun& run) {
+  GradientReduction* reduction = run.reduction.get();
+  const JobSpec& spec = run.spec;
+  const int64_t step = run.state.step;  // 0-based index of this step
+  StepResult result;
+  result.lr = learning_rate_at(spec.optim, static_cast<int>(step), static_cast<int>(run.total_steps));
+  reduction->begin_step();
+  // Virtual data-parallel replicas run one after another on the same weights; each sees the
+  // samples the virtual mesh assigns it, whatever the physical layout. With synchronised batch
+  // statistics they run together, as one batch.
+  const int micro = spec.train.micro_batch;
+  const auto first_sample = [&](int r, int a) {
+    return run.state.train_samples + static_cast<uint64_t>(r) * static_cast<uint64_t>(run.per_replica) +
+           static_cast<uint64_t>(a) * static_cast<uint64_t>(micro);
+  };
+  const int groups = run.fused_replicas ? 1 : run.local_replicas;
+  const int together = run.fused_replicas ? run.local_replicas : 1;
+  std::vector<uint64_t> firsts;
+  for (int r = run.first_replica; r < run.first_replica + run.local_replicas; ++r) {
+    for (int a = 0; a < run.accum; ++a) firsts.push_back(first_sample(r, a));
+  }
+  run.data.train->prefetch(firsts, micro);
+  for (int group = 0; group < groups; ++group) {
+    const int r = run.first_replica + group;  // the group's first replica
+    const auto fill = [&](int a, MicroBatch& batch) {
+      for (int k = 0; k < together; ++k) run.data.train->fill_rows(batch, k * micro, micro, first_sample(r + k, a));
+    };
+    double loss = run.runner->train(run.param_data(), run.buffer_data(), reduction->replica_grads(r),
+                                    run.dloss, fill, /*update_buffers=*/r == 0,
+                                    reduction->on_ready(r + together - 1));
+    if (!run.mesh.reports_loss()) loss = 0;
+    // A fused batch's micro-batch means average `together` replicas' means.
+    reduction->replica_done(r, loss * together);
+  }
+  if (injected_failure(run.world.rank(), step + 1)) {
+    throw RunError(fmt::format("injected failure at step {} (SINGULARITY_TEST_FAIL)", step + 1));
+  }
+  // Replicas on other processes: their gradients already carry the 1/(global batch) factor, so
+  // the sum is the gradient of the mean loss; losses likewise.
+  const double loss_sum = reduction->finish();
+  result.loss = loss_sum / (static_cast<double>(run.replicas) * run.accum);
+  add_tied_grads(*run.layout, run.grad_data(), *run.mesh.pipeline_group, run.tied_scratch);
+  const int step_number = static_cast<int>(step + 1);
+  result.grad_norm =
+      reduction->reduced()
+          ? run.optimizer->step_reduced(run.param_data(), run.grad_data(), result.lr, step_number)
+          : run.optimizer->step(run.param_data(), run.grad_data(), result.lr, step_number);
+  copy_tied_params(*run.layout, run.param_data(), *run.mesh.pipeline_group);
+  share_buffers(run);
+  run.state.step = step + 1;
+  run.state.train_samples += static_cast<uint64_t>(spec.train.global_batch);
+  return result;
+}
+
+}  // namespace sg

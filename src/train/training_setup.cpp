@@ -1,0 +1,216 @@
+// Building a TrainingRun (training_run.h): the checks of the job against the world, the mesh,
+// the model shard, the buffers, the optimizer, the data and the resume.
+#include <cblas.h>
+#include <omp.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backend/cpu_peak.h"
+#include "checkpoint/checkpoint.h"
+#include "config/load_job_spec.h"
+#include "data/file_io.h"
+#include "launch/process_world.h"
+#include "parallel/deterministic_reduce.h"
+#include "train/gradient_reduction.h"
+#include "train/training_run.h"
+#include "util/error.h"
+
+namespace sg {
+namespace {
+
+// Rank 0 alone decides which checkpoint to resume from and tells the others, so every rank
+// resumes the same step even where their views of the file system could differ. With
+// checkpoint.resume: never, an earlier run's checkpoints are moved aside (not deleted), so a
+// later `auto` cannot resume the old run by mistake.
+std::optional<std::string> choose_resume_checkpoint(const JobSpec& spec,
+                                                    const std::string& checkpoints_dir,
+                                                    Communicator& world) {
+  std::string chosen;
+  if (world.rank() == 0) {
+    if (spec.checkpoint.resume == "never" && !list_checkpoints(checkpoints_dir).empty()) {
+      const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+      char stamp[32];
+      std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", std::gmtime(&now));
+      std::string aside = checkpoints_dir + ".replaced-" + stamp;
+      for (int n = 2; std::filesystem::exists(aside); ++n) {
+        aside = checkpoints_dir + ".replaced-" + stamp + "-" + std::to_string(n);
+      }
+      std::filesystem::rename(checkpoints_dir, aside);
+      std::filesystem::create_directories(checkpoints_dir);
+      fmt::print(stderr,
+                 "warning: checkpoint.resume is never: moved the earlier run's checkpoints to "
+                 "{}\n",
+                 aside);
+    }
+    std::vector<std::string> warnings;
+    const auto found = find_resume_checkpoint(checkpoints_dir, spec.checkpoint.resume, &warnings);
+    for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
+    if (found) chosen = *found;
+  }
+  uint64_t length = chosen.size();
+  world.broadcast(&length, sizeof(length), 0);
+  chosen.resize(length);
+  world.broadcast(chosen.data(), length, 0);
+  if (chosen.empty()) return std::nullopt;
+  return chosen;
+}
+
+void write_job_yaml(const std::string& path, const JobSpec& spec) {
+  const std::string text = job_spec_to_yaml(spec);
+  AtomicFileWriter out(path);
+  out.write(text.data(), text.size());
+  out.commit();
+}
+
+void check_world(const JobSpec& spec, Communicator& world) {
+  if (world.size() != spec.devices.processes) {
+    throw SpecError(fmt::format("{}: the job asks for devices.processes {} but runs on {} "
+                                "process(es); launch it with mpirun -np {} or set "
+                                "devices.processes: {}",
+                                spec.source, spec.devices.processes, world.size(),
+                                spec.devices.processes, world.size()));
+  }
+}
+
+// This process's block of virtual replicas and the loss scale.
+void place_replicas(TrainingRun& run) {
+  const JobSpec& spec = run.spec;
+  run.replicas = spec.parallel.data;
+  run.local_replicas = run.replicas / run.mesh.data_processes;
+  run.first_replica = run.mesh.data * run.local_replicas;
+  run.per_replica = spec.global_batch_per_replica();
+  run.accum = spec.grad_accum_steps();
+  run.dloss = 1.0f / (static_cast<float>(spec.train.global_batch) * run.family->units_per_sample());
+  if (spec.train.deterministic &&
+      (!is_power_of_two(run.local_replicas) || !is_power_of_two(run.mesh.data_processes))) {
+    throw SpecError(fmt::format(
+        "{}: train.deterministic sums replicas in a fixed binary tree, so the data-parallel "
+        "processes ({}) and the replicas per process ({}) must be powers of two",
+        spec.source, run.mesh.data_processes, run.local_replicas));
+  }
+}
+
+void resume(TrainingRun& run) {
+  const LoadedCheckpoint loaded = load_checkpoint(*run.resume_path);
+  const ParameterLayout& layout = *run.layout;
+  // Checkpoints hold whole tensors: each process takes its shard, whatever mesh wrote them.
+  const Optimizer& optimizer = run.optimizer->optimizer();
+  std::vector<std::vector<float>> state(optimizer.state_names().size(),
+                                        std::vector<float>(layout.total()));
+  LoadTargets targets{run.param_data(), run.buffer_data(), optimizer.name(),
+                      optimizer.state_names(), {}};
+  for (auto& s : state) targets.state.push_back(s.data());
+  run.state = load_training_checkpoint(loaded, *run.family, layout, targets);
+  std::vector<const float*> whole;
+  for (const auto& s : state) whole.push_back(s.data());
+  run.optimizer->load_state(whole);
+  if (run.state.seed != run.spec.seed) {
+    throw RunError(*run.resume_path + ": checkpoint was written with seed " +
+                   std::to_string(run.state.seed) + " but the job has seed " +
+                   std::to_string(run.spec.seed) + "; resume with the same seed or set "
+                   "checkpoint.resume: never");
+  }
+}
+
+}  // namespace
+
+TrainingRun::TrainingRun(const JobSpec& s, Communicator& w, const TrainOptions& o, Backend& b)
+    : spec(s), world(w), options(o), backend(b) {}
+TrainingRun::~TrainingRun() = default;
+
+int resolve_threads(const JobSpec& spec) {
+  if (spec.devices.threads > 0) return spec.devices.threads;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Processes sharing this node: the launcher says so; else assume all of the job's processes
+  // land here (the self-launch case).
+  const auto launcher = detect_launcher();
+  const int on_node = launcher ? launcher->local_size : spec.devices.processes;
+  return std::max(1, cores / std::max(1, on_node));
+}
+
+std::unique_ptr<TrainingRun> set_up_training(const JobSpec& spec, Communicator& world,
+                                             const TrainOptions& options) {
+  auto family = make_model_family(spec);  // refuses an unknown model.arch first
+  Backend& backend = backend_for(spec.devices.backend);
+  check_world(spec, world);
+  auto run = std::make_unique<TrainingRun>(spec, world, options, backend);
+  run->family = std::move(family);
+  run->threads = resolve_threads(spec);
+  omp_set_num_threads(run->threads);
+  openblas_set_num_threads(run->threads);
+
+  run->run_dir = spec.log.dir;
+  run->checkpoints_dir = run->run_dir + "/checkpoints";
+  if (run->root()) {
+    std::filesystem::create_directories(run->checkpoints_dir);
+    write_job_yaml(run->run_dir + "/job.yaml", spec);
+  } else {
+    run->options.quiet = true;
+  }
+  run->data = open_dataset(spec, run->family->batch_fields(spec.train.micro_batch));
+
+  // This process's place in the virtual mesh: its shard of the model (tensor rank, pipeline
+  // stage) and its block of data-parallel replicas.
+  run->mesh = make_process_mesh(spec, world);
+  const ProcessMesh& mesh = run->mesh;
+  run->family->check_split(mesh.tensors, mesh.stages);
+  run->tensor_group = std::make_unique<TensorGroup>(*mesh.tensor_group, spec.train.deterministic);
+  run->layout = std::make_unique<ParameterLayout>(run->family->description(), mesh.shard());
+  const ParameterLayout& layout = *run->layout;
+  run->optimizer = std::make_unique<DataParallelOptimizer>(
+      layout, spec.optim, spec.parallel.zero, *mesh.data_group,
+      layout.sharded() ? mesh.model_group.get() : nullptr, backend);
+  const size_t padded = run->optimizer->padded_size();
+  run->params = Buffer(backend, padded * sizeof(float));
+  run->grads = Buffer(backend, padded * sizeof(float));
+  run->buffers = Buffer(backend, std::max<size_t>(1, layout.buffer_total()) * sizeof(float));
+  backend.zero(run->param_data(), padded);
+  backend.zero(run->grad_data(), padded);
+  run->family->initialize(run->param_data(), run->buffer_data(), layout, spec.seed);
+
+  run->state.seed = spec.seed;
+  run->resume_path = choose_resume_checkpoint(spec, run->checkpoints_dir, world);
+  if (run->resume_path) resume(*run);
+
+  run->total_steps = spec.train.steps;
+  run->last_step = options.stop_after > 0 ? std::min<int64_t>(options.stop_after, run->total_steps)
+                                          : run->total_steps;
+  if (run->root()) {
+    run->log.emplace(run->run_dir, run->state.step, run->total_steps, run->family->sample_unit());
+  }
+  place_replicas(*run);
+  run->fused_replicas = run->family->synchronized_statistics() && run->local_replicas > 1;
+  const int micro = spec.train.micro_batch;
+  const int stage_batch = micro * (run->fused_replicas ? run->local_replicas : 1);
+  StageContext context;
+  context.backend = &backend;
+  context.micro_batch = stage_batch;
+  context.slots = pipeline_slots(spec.parallel.schedule, mesh.stage, mesh.stages, run->accum);
+  context.tensor_group = run->tensor_group.get();
+  context.replica_group = mesh.data_group.get();
+  run->stage = run->family->make_stage(layout, context);
+  run->runner = std::make_unique<PipelineRunner>(*run->stage, run->family->batch_fields(stage_batch),
+                                                 *mesh.pipeline_group, spec.parallel.schedule,
+                                                 run->accum);
+  if (run->fused_replicas) {
+    context.micro_batch = micro;
+    context.slots = 1;
+    run->eval_stage = run->family->make_stage(layout, context);
+    run->eval_runner = std::make_unique<PipelineRunner>(
+        *run->eval_stage, run->family->batch_fields(micro), *mesh.pipeline_group,
+        spec.parallel.schedule, 1);
+  }
+  run->reduction = std::make_unique<GradientReduction>(*run);
+
+  run->flops_per_step = run->family->training_flops_per_sample() *
+                        static_cast<double>(spec.train.global_batch) / world.size();
+  run->peak_flops = spec.devices.peak_tflops > 0 ? spec.devices.peak_tflops * 1e12
+                                                  : measure_sgemm_peak_flops(run->threads);
+  return run;
+}
+
+}  // namespace sg
