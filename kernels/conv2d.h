@@ -36,6 +36,10 @@ void conv2d_backward_weights(float* dweight,     // (K,C/groups,R,S) +=
                              const float* dout,  // (N,P,Q,K)
                              const float* inp,   // (N,H,W,C)
                              const Conv2dShape& s);
+// Both backward passes (dinp may be null: the first layer's input needs no gradient); the same
+// results as the two calls above, with dout brought into the primitives' layout once.
+void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                     const float* weight, const Conv2dShape& s);
 
 void conv2d_forward_reference(float* out, const float* inp, const float* weight,
                               const Conv2dShape& s);

@@ -96,10 +96,8 @@ class Backend {
   // Activations are NHWC; convolution weights (K, C/groups, R, S) as PyTorch stores them.
   virtual void conv2d_forward(float* out, const float* inp, const float* weight,
                               const Conv2dShape& s) = 0;
-  virtual void conv2d_backward_data(float* dinp, const float* dout, const float* weight,
-                                    const Conv2dShape& s) = 0;
-  virtual void conv2d_backward_weights(float* dweight, const float* dout, const float* inp,
-                                       const Conv2dShape& s) = 0;
+  virtual void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                               const float* weight, const Conv2dShape& s) = 0;
   virtual void batchnorm_forward_train(float* out, float* mean, float* var, const float* inp,
                                        const float* gamma, const float* beta, long M, int C,
                                        float eps) = 0;

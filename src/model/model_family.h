@@ -129,5 +129,8 @@ class ModelFamily {
 
 // The family of spec.model.arch, with the spec's model keys (model_registry.cpp).
 std::unique_ptr<ModelFamily> make_model_family(const JobSpec& spec);
+// A checkpoint's model record as written today: records from before model families (GPT-2
+// only, no "family" key) gain their family.
+nlohmann::json current_shape_record(nlohmann::json record);
 
 }  // namespace sg

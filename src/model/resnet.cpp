@@ -230,8 +230,7 @@ void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, const fl
   if (u.relu) be.relu_backward(dy, a.out, dy, n);
   float* dconv = grad_e_;
   batchnorm_train_backward(u, a, dy, dconv, grads, params);
-  be.conv2d_backward_weights(grads + u.weight, dconv, x, u.conv);
-  if (dx != nullptr) be.conv2d_backward_data(dx, dconv, params + u.weight, u.conv);
+  be.conv2d_backward(dx, grads + u.weight, dconv, x, params + u.weight, u.conv);
 }
 
 float ResNet::forward(int slot, const float* params, float* buffers, const MicroBatch& batch,

@@ -48,7 +48,10 @@ class MicroBatch {
  private:
   template <class T>
   void check(size_t i) const {
-    if (i >= fields_.size() || fields_[i].dtype != dtype_of<T>()) {
+    if (i >= fields_.size()) {
+      throw RunError("micro-batch has no field " + std::to_string(i));
+    }
+    if (fields_[i].dtype != dtype_of<T>()) {
       throw RunError("micro-batch field " + std::to_string(i) + " read with the wrong type");
     }
   }

@@ -40,8 +40,7 @@ void copy_tensors(float* base, const std::vector<ParamTensor>& list, const Model
 // (n_head, or a vocabulary padding to the same size, leave the shapes alone).
 void check_model_record(const LoadedCheckpoint& ck, const ModelFamily& family) {
   if (!ck.state.contains("model")) return;
-  nlohmann::json got = ck.state["model"];
-  if (!got.contains("family")) got["family"] = "gpt2";  // written before model families
+  const nlohmann::json got = current_shape_record(ck.state["model"]);
   const nlohmann::json want = family.shape_record();
   for (const auto& [key, value] : want.items()) {
     if (got.contains(key) && got[key] == value) continue;

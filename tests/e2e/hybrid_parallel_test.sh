@@ -8,16 +8,7 @@
 # - a failing rank in a pipeline ends the job; meshes that do not divide the model are refused.
 set -uo pipefail
 bin=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-# Each check starts with `check`; a check fails once however many of its steps fail.
-checks=0 failures=0 failed_this=0
-check() { checks=$((checks + 1)); failed_this=0; }
-fail() {
-  echo "FAIL: $*"
-  if [[ $failed_this -eq 0 ]]; then failures=$((failures + 1)); failed_this=1; fi
-}
+source "$(dirname "$0")/run_lib.sh"
 
 # 3 layers: two stages get 2 and 1 blocks (the LM head weighs on the last), three stages one
 # each. 4 heads: tensor 2 and 4.
@@ -33,12 +24,7 @@ devices: {threads: 1}
 checkpoint: {every: 5, resume: never}
 Y
 
-losses() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/.*"loss": \([^,]*\),.*/\1/'; }
 math_lines() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/, "step_ms".*//'; }
-worst_relative() {  # worst relative difference of two runs' per-step losses
-  paste <(losses "$1") <(losses "$2") |
-    awk '{ d = $1 - $2; if (d < 0) d = -d; r = d / $1; if (r > m) m = r } END { printf "%.3g", m }'
-}
 # run NAME DATA TENSOR PIPELINE PROCESSES [extra --set ...]
 run() {
   local name=$1 d=$2 t=$3 p=$4 n=$5
@@ -145,5 +131,4 @@ check
 rc=$?
 [[ $rc -eq 2 ]] && grep -q "exceeds model.n_layer" bad2.log || fail "pipeline 4 with 3 layers: exit $rc: $(head -2 bad2.log)"
 
-echo "$(( checks - failures )) passed, $failures failed"
-[[ $failures -eq 0 ]]
+finish

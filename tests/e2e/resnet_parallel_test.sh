@@ -8,15 +8,7 @@
 # - eval reports top-1/top-5; tensor parallelism is refused at plan time, saying why.
 set -uo pipefail
 bin=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-checks=0 failures=0 failed_this=0
-check() { checks=$((checks + 1)); failed_this=0; }
-fail() {
-  echo "FAIL: $*"
-  if [[ $failed_this -eq 0 ]]; then failures=$((failures + 1)); failed_this=1; fi
-}
+source "$(dirname "$0")/run_lib.sh"
 
 # ResNet-10, 8 wide, 32x32 synthetic images, 10 classes: about 80k parameters.
 cat > rn.yaml <<'Y'
@@ -32,12 +24,7 @@ devices: {threads: 1}
 checkpoint: {every: 3, resume: never}
 Y
 
-losses() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/.*"loss": \([^,]*\),.*/\1/'; }
 math_lines() { grep -v '"grad_norm"' "$1/metrics.jsonl"; grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/, "step_ms".*//'; }
-worst_relative() {
-  paste <(losses "$1") <(losses "$2") |
-    awk '{ d = $1 - $2; if (d < 0) d = -d; r = d / $1; if (r > m) m = r } END { printf "%.3g", m }'
-}
 # run NAME PROCESSES [extra --set ...]
 run() {
   local name=$1 n=$2
@@ -125,5 +112,4 @@ check
 rc=$?
 [[ $rc -eq 2 ]] && grep -q "needs devices.threads set" bad3.log || fail "deterministic without threads: exit $rc: $(head -2 bad3.log)"
 
-echo "$(( checks - failures )) passed, $failures failed"
-[[ $failures -eq 0 ]]
+finish

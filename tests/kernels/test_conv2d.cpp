@@ -98,5 +98,11 @@ TEST_CASE("conv2d through oneDNN matches the reference: forward, backward data, 
     sg::cpu::conv2d_backward_weights(dw.data(), dy.data(), x.data(), s);
     sg::cpu::conv2d_backward_weights_reference(dw_ref.data(), dy.data(), x.data(), s);
     CHECK_CLOSE(dw.data(), dw_ref.data(), dw.size(), kFp32, "dweight");
+    // Both passes in one call: the same bits as the two calls.
+    std::vector<float> dx_both(x.size()), dw_both = dw0, dw_again = dw0;
+    sg::cpu::conv2d_backward(dx_both.data(), dw_both.data(), dy.data(), x.data(), w.data(), s);
+    sg::cpu::conv2d_backward_weights(dw_again.data(), dy.data(), x.data(), s);
+    CHECK(dx_both == dx);
+    CHECK(dw_both == dw_again);
   }
 }

@@ -1,0 +1,25 @@
+# Shared by the multi-run e2e scripts (sourced): a scratch directory removed on exit, checks
+# that count one failure however many of their steps fail, and reading losses back from a run
+# directory's metrics.jsonl.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+checks=0 failures=0 failed_this=0
+# Each check starts with `check`; a check fails once however many of its steps fail.
+check() { checks=$((checks + 1)); failed_this=0; }
+fail() {
+  echo "FAIL: $*"
+  if [[ $failed_this -eq 0 ]]; then failures=$((failures + 1)); failed_this=1; fi
+}
+# The per-step training losses of run directory $1, one per line.
+losses() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/.*"loss": \([^,]*\),.*/\1/'; }
+# The worst relative difference of two runs' per-step losses.
+worst_relative() {
+  paste <(losses "$1") <(losses "$2") |
+    awk '{ d = $1 - $2; if (d < 0) d = -d; r = d / $1; if (r > m) m = r } END { printf "%.3g", m }'
+}
+# Exits with the summary line: "N passed, M failed".
+finish() {
+  echo "$(( checks - failures )) passed, $failures failed"
+  [[ $failures -eq 0 ]]
+}
