@@ -146,8 +146,8 @@ class Backend {
   virtual float clip_by_global_norm(float* x, long n, double norm, float max_norm) = 0;
 };
 
-// The host backend, one per process (thread-safe to share: ops are stateless but for oneDNN's
-// primitive cache, which is locked).
+// The host backend, one per process. One thread issues its ops (the training loop's): the
+// oneDNN convolutions share scratch areas and per-shape weight buffers between calls.
 Backend& cpu_backend();
 
 // The backend for devices.backend ("cpu" or "cuda"). RunError when it is not available in this

@@ -92,8 +92,14 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
       const auto [first, count] = stage_blocks(model, stage, pipeline);
       blocks += fmt::format("{}{}-{}", stage == 0 ? "" : " | ", first, first + count - 1);
     }
+    // The head's cost in units of an average block (block costs are relative).
+    double mean_block = 1.0;
+    if (!model.block_costs.empty()) {
+      mean_block = 0;
+      for (double c : model.block_costs) mean_block += c / static_cast<double>(model.block_costs.size());
+    }
     fmt::print("pipeline stages:   blocks {} (+ the head, worth {:.1f} blocks, on the last)\n",
-               blocks, model.last_cost);
+               blocks, model.last_cost / mean_block);
     fmt::print("pipeline:          {} stages, {} schedule, {} micro-batches per replica: bubble "
                "{:.0f}% of each stage's time{}\n",
                pipeline, spec.parallel.schedule, M,
@@ -105,6 +111,10 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
 
   // Per process: the largest shard of the model (the first and last stages also hold a tied
   // head); ZeRO-1 divides the optimizer state over the data-parallel processes.
+  // Synchronised batch statistics run a process's replicas as one batch, and evaluation then
+  // has a stage of its own (as the trainer builds them, training_setup.cpp).
+  const bool fused = family->synchronized_statistics() && replicas_per_process > 1;
+  const int stage_batch = spec.train.micro_batch * (fused ? replicas_per_process : 1);
   double model_share = 0, buffer_share = 0, activation_bytes = 0;
   for (int stage = 0; stage < pipeline; ++stage) {
     const ParameterLayout shard(model, ModelShard{0, tensor, stage, pipeline});
@@ -113,9 +123,9 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
     // Activations with the micro-batches the stage's schedule keeps in flight.
     const int slots = pipeline_slots(spec.parallel.schedule, stage, pipeline,
                                      spec.grad_accum_steps());
-    activation_bytes = std::max(
-        activation_bytes,
-        static_cast<double>(family->activation_bytes(shard, spec.train.micro_batch, slots)));
+    double bytes = static_cast<double>(family->activation_bytes(shard, stage_batch, slots));
+    if (fused) bytes += static_cast<double>(family->activation_bytes(shard, spec.train.micro_batch, 1));
+    activation_bytes = std::max(activation_bytes, bytes);
   }
   const auto optimizer = make_optimizer(spec.optim, layout, 0, 0);
   const double state_count = static_cast<double>(optimizer->state_names().size());
@@ -139,12 +149,16 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
              spec.parallel.zero >= 1 ? fmt::format("; ZeRO-{}: 1/{} of {}", spec.parallel.zero,
                                                    data_processes, human_bytes(state_whole))
                                      : "");
-  fmt::print("  activations      {} (micro-batch {}{} {}, with backward scratch{})\n",
-             human_bytes(activation_bytes), spec.train.micro_batch,
+  fmt::print("  activations      {} (micro-batch {}{} {}, with backward scratch{}{})\n",
+             human_bytes(activation_bytes), stage_batch,
              units > 1 ? fmt::format(" x {}", units) : std::string(), unit,
              pipeline > 1 ? fmt::format("; the largest stage, {} schedule",
                                         spec.parallel.schedule)
-                          : "");
+                          : "",
+             fused ? fmt::format("; {} replicas together for sync_bn, and an evaluation stage of "
+                                 "{}",
+                                 replicas_per_process, spec.train.micro_batch)
+                   : "");
   fmt::print("  total            {}\n",
              human_bytes(params_bytes + grads_bytes + optimizer_bytes + activation_bytes));
   return 0;

@@ -32,9 +32,9 @@ void check_mpi(int code, const char* call,
 
 template <class T, class Word, T (*load)(Word), Word (*store)(T), bool kMax>
 void reduce_words(void* in, void* inout, int* count, MPI_Datatype* type) {
-  int size = 0;
+  MPI_Count size = 0;
   MPI_Aint lower = 0, extent = 0;
-  MPI_Type_size(*type, &size);
+  MPI_Type_size_x(*type, &size);
   MPI_Type_get_extent(*type, &lower, &extent);
   const size_t words = static_cast<size_t>(size) / sizeof(Word);
   for (int j = 0; j < *count; ++j) {

@@ -296,7 +296,8 @@ ImageIndex open_image_index(const std::string& root, std::vector<std::string>* p
   if (fs::is_regular_file(index_file, ec)) return load_image_index(index_file.string());
   if (!fs::is_directory(root, ec)) {
     throw RunError(fmt::format("{}: no such file or directory; set data.root to an ImageNet tree or "
-                               "the directory `singularity prepare imagenet` wrote", root));
+                               "the directory `singularity prepare imagenet` wrote, or train on "
+                               "synthetic images with --set data.dataset=synthetic", root));
   }
   const bool tree = fs::is_directory(fs::path(root) / "train", ec) ||
                     fs::is_directory(fs::path(root) / "val", ec) ||

@@ -40,14 +40,14 @@ ImageNetSource::~ImageNetSource() {
 }
 
 std::shared_ptr<ImageNetSource::Pending> ImageNetSource::queue(uint64_t first, int count) {
-  auto it = pending_.find(first);
-  if (it != pending_.end() && it->second->count == count) return it->second;
+  auto it = pending_.find({first, count});
+  if (it != pending_.end()) return it->second;
   auto batch = std::make_shared<Pending>();
   batch->count = count;
   batch->images.resize(static_cast<size_t>(count) * 3 * options_.augment.size * options_.augment.size);
   batch->labels.resize(static_cast<size_t>(count));
   batch->remaining = count;
-  pending_[first] = batch;
+  pending_[{first, count}] = batch;
   for (int j = 0; j < count; ++j) jobs_.push_back({batch, first, j});
   work_ready_.notify_all();
   return batch;
@@ -64,8 +64,9 @@ void ImageNetSource::fill_rows(MicroBatch& batch, int row, int count, uint64_t f
     std::unique_lock<std::mutex> lock(mutex_);
     p = queue(first, count);
     batch_ready_.wait(lock, [&] { return p->remaining == 0; });
-    pending_.erase(first);
+    pending_.erase({first, count});
   }
+  if (p->error) std::rethrow_exception(p->error);
   std::memcpy(batch.data<float>(0) + static_cast<size_t>(row) * batch.per_sample(0),
               p->images.data(), p->images.size() * sizeof(float));
   std::memcpy(batch.data<int32_t>(1) + row, p->labels.data(), p->labels.size() * sizeof(int32_t));
@@ -80,11 +81,14 @@ void ImageNetSource::compute(Pending& batch, uint64_t sample_number, int j, Jpeg
     std::shared_ptr<const std::vector<uint32_t>> order;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto& slot = orders_[epoch];
-      if (!slot) {
-        slot = std::make_shared<const std::vector<uint32_t>>(epoch_order(options_.seed, epoch, entries_.size()));
-      }
-      order = slot;
+      auto it = orders_.find(epoch);
+      if (it != orders_.end()) order = it->second;
+    }
+    if (!order) {  // shuffled outside the lock (1.28M entries): the other workers go on
+      order = std::make_shared<const std::vector<uint32_t>>(
+          epoch_order(options_.seed, epoch, entries_.size()));
+      std::lock_guard<std::mutex> lock(mutex_);
+      orders_.emplace(epoch, order);  // a worker that shuffled it too computed the same order
       while (orders_.size() > 3) orders_.erase(orders_.begin());  // shared_ptr keeps ours
     }
     image = (*order)[sample_number % n];
@@ -117,8 +121,14 @@ void ImageNetSource::work() {
     Job job = std::move(jobs_.front());
     jobs_.pop_front();
     lock.unlock();
-    compute(*job.batch, job.first + static_cast<uint64_t>(job.j), job.j, decoder, scratch, bytes);
+    std::exception_ptr error;
+    try {
+      compute(*job.batch, job.first + static_cast<uint64_t>(job.j), job.j, decoder, scratch, bytes);
+    } catch (...) {
+      error = std::current_exception();
+    }
     lock.lock();
+    if (error && !job.batch->error) job.batch->error = error;
     if (--job.batch->remaining == 0) batch_ready_.notify_all();
   }
 }

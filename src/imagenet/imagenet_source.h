@@ -9,13 +9,16 @@
 // source is the split in index order, centre-cropped.
 //
 // Decoding runs on worker threads: prefetch() queues the micro-batches a step will ask for and
-// the workers decode them while the step computes; fill() waits for its batch (decoding it on
-// the calling thread when it was never queued). An undecodable image is a zero image that keeps
-// its label, logged once and counted in failures().
+// the workers decode them while the step computes; fill() waits for its batch (queueing it
+// first when it was never prefetched). An undecodable image is a zero image that keeps its
+// label, logged once and counted in failures(); any other failure of a worker (a pack whose
+// table does not match the index, say) is rethrown by the fill that waits for that batch.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
+#include <utility>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +50,7 @@ class ImageNetSource final : public BatchSource {
     std::vector<float> images;
     std::vector<int32_t> labels;
     int remaining = 0;
+    std::exception_ptr error;  // the first failure of a worker on this batch
   };
   struct Job {
     std::shared_ptr<Pending> batch;
@@ -68,7 +72,7 @@ class ImageNetSource final : public BatchSource {
   std::mutex mutex_;
   std::condition_variable work_ready_, batch_ready_;
   bool stop_ = false;
-  std::map<uint64_t, std::shared_ptr<Pending>> pending_;  // by first sample
+  std::map<std::pair<uint64_t, int>, std::shared_ptr<Pending>> pending_;  // by (first, count)
   std::deque<Job> jobs_;
   std::map<int64_t, std::shared_ptr<const std::vector<uint32_t>>> orders_;
   std::atomic<int64_t> failures_{0};

@@ -93,7 +93,7 @@ float* PipelineRunner::send_buffer(std::vector<std::vector<float>>& buffers, int
 double PipelineRunner::forward(int m, int slot, const float* params, float* buffers,
                                const ForwardOptions& options, const FillBatch& fill) {
   MicroBatch& batch = batches_[static_cast<size_t>(slot)];
-  fill(m, batch);
+  if (consumes_batches()) fill(m, batch);
   if (stage_ > 0) {
     pipe_.recv(model_.stage_input(slot), input_floats_ * sizeof(float), stage_ - 1, kForwardTag);
   }

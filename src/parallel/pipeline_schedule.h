@@ -55,6 +55,10 @@ class PipelineRunner {
   // last micro-batch (gradient buckets; single-stage only).
   double train(const float* params, float* buffers, float* grads, float dloss,
                const FillBatch& fill, bool update_buffers, const OnReady& on_last_ready = {});
+  // Whether this stage reads the batch: the first stage its inputs, the last its targets; the
+  // stages between only pass activations, and their FillBatch is never called.
+  bool consumes_batches() const { return stage_ == 0 || stage_ == stages_ - 1; }
+
   // Forward only, in evaluation mode (validation), over `micro_batches` micro-batches with
   // `metric_count` evaluation counts.
   ForwardSums forward_only(const float* params, float* buffers, int micro_batches,

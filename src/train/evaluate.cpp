@@ -16,7 +16,7 @@ Evaluation evaluate_validation(PipelineRunner& runner, const ModelFamily& family
   const size_t metric_count = family.metric_names().size();
   std::vector<uint64_t> firsts;
   for (int i = 0; i < steps; ++i) firsts.push_back(static_cast<uint64_t>(i) * micro_batch);
-  val.prefetch(firsts, micro_batch);
+  if (runner.consumes_batches()) val.prefetch(firsts, micro_batch);
   ForwardSums sums = runner.forward_only(
       params, buffers, steps, metric_count,
       [&](int i, MicroBatch& batch) { val.fill(batch, static_cast<uint64_t>(i) * micro_batch); });

@@ -24,15 +24,13 @@ bool injected_failure(int rank, int64_t step) {
          fail_step == step;
 }
 
-constexpr int kBufferTag = 0;
-
 // Running statistics follow data-parallel replica 0 (DDP's broadcast_buffers): it alone updates
 // them, then every replica of the stage takes its values.
 void share_buffers(TrainingRun& run) {
   const size_t n = run.layout->buffer_total();
   Communicator& group = *run.mesh.data_group;
   if (n == 0 || group.size() == 1) return;
-  group.broadcast(run.buffer_data(), n * sizeof(float), kBufferTag);
+  group.broadcast(run.buffer_data(), n * sizeof(float), /*root=*/0);
 }
 
 }  // namespace
@@ -58,7 +56,7 @@ StepResult train_step(TrainingRun& run) {
   for (int r = run.first_replica; r < run.first_replica + run.local_replicas; ++r) {
     for (int a = 0; a < run.accum; ++a) firsts.push_back(first_sample(r, a));
   }
-  run.data.train->prefetch(firsts, micro);
+  if (run.runner->consumes_batches()) run.data.train->prefetch(firsts, micro);
   for (int group = 0; group < groups; ++group) {
     const int r = run.first_replica + group;  // the group's first replica
     const auto fill = [&](int a, MicroBatch& batch) {

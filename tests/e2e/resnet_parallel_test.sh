@@ -98,6 +98,14 @@ run local 1 --set train.micro_batch=4
 worst=$(worst_relative whole local)
 awk -v w="$worst" 'BEGIN { exit !(w > 1e-4) }' || fail "per-replica batch norm equals the synchronised one ($worst)"
 
+# plan counts the fused batch and the evaluation stage of synchronised batch norm.
+check
+"$bin" plan rn.yaml --set model.sync_bn=true > plan-sync.log 2>&1 || fail "plan with sync_bn: $(tail -2 plan-sync.log)"
+"$bin" plan rn.yaml > plan-local.log 2>&1 || fail "plan: $(tail -2 plan-local.log)"
+grep -q "micro-batch 8 images.*4 replicas together for sync_bn" plan-sync.log ||
+  fail "plan does not count the fused batch: $(grep activations plan-sync.log)"
+grep -q "micro-batch 2 images" plan-local.log || fail "plan without sync_bn: $(grep activations plan-local.log)"
+
 # --- Refused meshes and combinations ------------------------------------------------------
 check
 "$bin" plan rn.yaml --set parallel.tensor=2 --set devices.processes=2 > bad.log 2>&1

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "data/synthetic_images.h"
+#include "imagenet/image_pack.h"
 #include "imagenet/imagenet_source.h"
 #include "imagenet_fixture.h"
 #include "temp_dir.h"
@@ -115,6 +116,33 @@ TEST_CASE("imagenet source: an undecodable image trains as zeros, counted") {
   const size_t plane = 3 * kSize * kSize;
   CHECK(std::all_of(b.data<float>(0) + plane, b.data<float>(0) + 2 * plane, [](float v) { return v == 0.0f; }));
   CHECK(b.data<int32_t>(1)[1] == 1);
+}
+
+TEST_CASE("imagenet source: a worker's failure reaches the fill that waits for it") {
+  const std::string data = test::imagenet_data_dir();
+  if (data.empty()) {
+    MESSAGE("skipped: SINGULARITY_TEST_DATA/imagenet/sample not found");
+    return;
+  }
+  test::TempDir dir;
+  const auto samples = test::sample_images(data);
+  ImagePackWriter writer(dir / "val_00000.sgpk");
+  writer.add(test::read_file_bytes(samples[0].path));
+  const std::vector<uint64_t> offsets = writer.finish();
+  auto index = std::make_shared<ImageIndex>();
+  index->root = dir.path();
+  index->wnids = {"n0"};
+  index->class_names = index->wnids;
+  index->packs = {dir / "val_00000.sgpk"};
+  // The second entry points past the pack's end, as a stale index of a rewritten pack would.
+  index->val = {{"a", 0, 0, offsets[0], 100}, {"b", 0, 0, offsets[0] + (1u << 30), 100}};
+  ImageNetSource val(index, Split::Val, kSize, 1, 2);
+  val.prefetch({0}, 2);
+  MicroBatch b(fields(2));
+  CHECK_THROWS_AS(val.fill(b, 0), RunError);
+  // The source still works for what it can read.
+  MicroBatch one(fields(1));
+  CHECK_NOTHROW(val.fill(one, 0));
 }
 
 TEST_CASE("synthetic images: reproducible, labelled, the same classes in train and val") {
