@@ -1,0 +1,122 @@
+#pragma once
+// Elementwise kernels (contracts as kernels/gelu.h, relu.h, residual.h, pool.h's nchw_to_nhwc),
+// and the casts of mixed precision. Grid-stride loops, one element per thread per step.
+#include "kernels/cuda/kernel_support.cuh"
+
+namespace sg::cuda {
+namespace kernel {
+
+#define SG_GRID_STRIDE(i, n) \
+  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<long>(gridDim.x) * blockDim.x)
+
+__global__ void gelu_forward(float* out, const float* inp, long n) {
+  const float s = 0.7978845608028654f;  // sqrt(2/pi)
+  SG_GRID_STRIDE(i, n) {
+    const float x = inp[i];
+    out[i] = 0.5f * x * (1.0f + tanhf(s * (x + 0.044715f * x * x * x)));
+  }
+}
+
+__global__ void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+  const float s = 0.7978845608028654f;
+  SG_GRID_STRIDE(i, n) {
+    const float x = inp[i];
+    const float cube = 0.044715f * x * x * x;
+    const float t = tanhf(s * (x + cube));
+    const float sech2 = 1.0f - t * t;
+    const float local = 0.5f * (1.0f + t) + 0.5f * x * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
+    dinp[i] += local * dout[i];
+  }
+}
+
+__global__ void relu_forward(float* out, const float* inp, long n) {
+  SG_GRID_STRIDE(i, n) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+}
+
+__global__ void relu_backward(float* dinp, const float* out, const float* dout, long n) {
+  SG_GRID_STRIDE(i, n) dinp[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+__global__ void residual_forward(float* out, const float* a, const float* b, long n) {
+  SG_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+}
+
+__global__ void add_inplace(float* out, const float* in, long n) {
+  SG_GRID_STRIDE(i, n) out[i] += in[i];
+}
+
+__global__ void add_bias(float* out, const float* bias, long N, long C) {
+  SG_GRID_STRIDE(i, N * C) out[i] += bias[i % C];
+}
+
+__global__ void scale(float* x, float factor, long n) {
+  SG_GRID_STRIDE(i, n) x[i] *= factor;
+}
+
+__global__ void fill(float* x, float value, long n) {
+  SG_GRID_STRIDE(i, n) x[i] = value;
+}
+
+__global__ void cast_to_bf16(__nv_bfloat16* out, const float* in, long n) {
+  SG_GRID_STRIDE(i, n) out[i] = __float2bfloat16(in[i]);  // round to nearest even
+}
+
+__global__ void cast_from_bf16(float* out, const __nv_bfloat16* in, long n) {
+  SG_GRID_STRIDE(i, n) out[i] = __bfloat162float(in[i]);
+}
+
+// out (N, HW, C) from inp (N, C, HW).
+__global__ void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) {
+  const long n_all = static_cast<long>(N) * C * HW;
+  SG_GRID_STRIDE(i, n_all) {
+    const long c = i % C, hw = (i / C) % HW, n = i / (static_cast<long>(C) * HW);
+    out[i] = inp[(n * C + c) * HW + hw];
+  }
+}
+
+#undef SG_GRID_STRIDE
+
+}  // namespace kernel
+
+constexpr unsigned kElementwiseThreads = 256;  // as grid_stride_blocks assumes
+
+#define SG_ELEMENTWISE(name, n, stream, ...) \
+  SG_LAUNCH(kernel::name, dim3(grid_stride_blocks(n)), dim3(kElementwiseThreads), 0, stream, __VA_ARGS__)
+
+inline void gelu_forward(float* out, const float* inp, long n, Stream s) {
+  SG_ELEMENTWISE(gelu_forward, n, s, out, inp, n);
+}
+inline void gelu_backward(float* dinp, const float* inp, const float* dout, long n, Stream s) {
+  SG_ELEMENTWISE(gelu_backward, n, s, dinp, inp, dout, n);
+}
+inline void relu_forward(float* out, const float* inp, long n, Stream s) {
+  SG_ELEMENTWISE(relu_forward, n, s, out, inp, n);
+}
+inline void relu_backward(float* dinp, const float* out, const float* dout, long n, Stream s) {
+  SG_ELEMENTWISE(relu_backward, n, s, dinp, out, dout, n);
+}
+inline void residual_forward(float* out, const float* a, const float* b, long n, Stream s) {
+  SG_ELEMENTWISE(residual_forward, n, s, out, a, b, n);
+}
+inline void add_inplace(float* out, const float* in, long n, Stream s) {
+  SG_ELEMENTWISE(add_inplace, n, s, out, in, n);
+}
+inline void add_bias(float* out, const float* bias, long N, long C, Stream s) {
+  SG_ELEMENTWISE(add_bias, N * C, s, out, bias, N, C);
+}
+inline void scale(float* x, float factor, long n, Stream s) { SG_ELEMENTWISE(scale, n, s, x, factor, n); }
+inline void fill(float* x, float value, long n, Stream s) { SG_ELEMENTWISE(fill, n, s, x, value, n); }
+inline void cast_to_bf16(__nv_bfloat16* out, const float* in, long n, Stream s) {
+  SG_ELEMENTWISE(cast_to_bf16, n, s, out, in, n);
+}
+inline void cast_from_bf16(float* out, const __nv_bfloat16* in, long n, Stream s) {
+  SG_ELEMENTWISE(cast_from_bf16, n, s, out, in, n);
+}
+inline void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW, Stream s) {
+  SG_ELEMENTWISE(nchw_to_nhwc, static_cast<long>(N) * C * HW, s, out, inp, N, C, HW);
+}
+
+#undef SG_ELEMENTWISE
+
+}  // namespace sg::cuda

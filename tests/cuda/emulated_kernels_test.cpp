@@ -1,0 +1,308 @@
+// Our CUDA kernels, run on the CPU through the host emulation (kernels/cuda/emulation.h), against
+// the CPU backend's op on random inputs at the tolerances of tests/tolerance.h. This binary is
+// also built with ThreadSanitizer (test_cuda_kernels_tsan), which catches a missing
+// __syncthreads. It needs the CUDA headers (cuda_bf16.h), not a GPU.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+// The CPU ops first: the emulation defines CUDA's keywords as macros.
+#include "kernels/adamw.h"
+#include "kernels/attention.h"
+#include "kernels/batchnorm.h"
+#include "kernels/classifier_loss.h"
+#include "kernels/crossentropy.h"
+#include "kernels/encoder.h"
+#include "kernels/gelu.h"
+#include "kernels/grad_norm.h"
+#include "kernels/sgd.h"
+#include "kernels/layernorm.h"
+#include "kernels/relu.h"
+#include "kernels/residual.h"
+#include "kernels/pool.h"
+#include "tests/kernels/kernel_test_util.h"
+#include "tests/tolerance.h"
+
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/convnet.cuh"
+#include "kernels/cuda/crossentropy.cuh"
+#include "kernels/cuda/encoder.cuh"
+#include "kernels/cuda/layernorm.cuh"
+#include "kernels/cuda/optimizer.cuh"
+
+using namespace sg::test;
+
+namespace {
+
+constexpr sg::cuda::Stream kStream{};
+
+}  // namespace
+
+TEST_CASE("emulated GPU: GELU, ReLU, residual and bias adds, casts, NCHW->NHWC") {
+  const long n = 3001;  // ragged against the 256-thread blocks
+  const auto x = random_floats(n, 1, -4.0f, 4.0f), dy = random_floats(n, 2);
+  std::vector<float> ref(n), got(n);
+  sg::cpu::gelu_forward(ref.data(), x.data(), n);
+  sg::cuda::gelu_forward(got.data(), x.data(), n, kStream);
+  CHECK_CLOSE(got.data(), ref.data(), n, kFp32, "gelu forward");
+  std::vector<float> dref(n, 0.5f), dgot(n, 0.5f);  // += onto a start value
+  sg::cpu::gelu_backward(dref.data(), x.data(), dy.data(), n);
+  sg::cuda::gelu_backward(dgot.data(), x.data(), dy.data(), n, kStream);
+  CHECK_CLOSE(dgot.data(), dref.data(), n, kFp32, "gelu backward");
+
+  sg::cpu::relu_forward(ref.data(), x.data(), n);
+  sg::cuda::relu_forward(got.data(), x.data(), n, kStream);
+  CHECK(got == ref);
+  sg::cpu::relu_backward(dref.data(), ref.data(), dy.data(), n);
+  sg::cuda::relu_backward(dgot.data(), got.data(), dy.data(), n, kStream);
+  CHECK(dgot == dref);
+
+  sg::cpu::residual_forward(ref.data(), x.data(), dy.data(), n);
+  sg::cuda::residual_forward(got.data(), x.data(), dy.data(), n, kStream);
+  CHECK(got == ref);
+  sg::cpu::add_inplace(ref.data(), x.data(), n);
+  sg::cuda::add_inplace(got.data(), x.data(), n, kStream);
+  CHECK(got == ref);
+  const auto bias = random_floats(23, 3);
+  std::vector<float> rows_ref(23 * 17, 1.0f), rows_got = rows_ref;
+  sg::cpu::add_bias(rows_ref.data(), bias.data(), 17, 23);
+  sg::cuda::add_bias(rows_got.data(), bias.data(), 17, 23, kStream);
+  CHECK(rows_got == rows_ref);
+
+  std::vector<__nv_bfloat16> half(n);
+  std::vector<float> back(n);
+  sg::cuda::cast_to_bf16(half.data(), x.data(), n, kStream);
+  sg::cuda::cast_from_bf16(back.data(), half.data(), n, kStream);
+  CHECK_CLOSE(back.data(), x.data(), n, kBf16, "bf16 round trip");
+
+  const int N = 3, C = 3, HW = 49;
+  const auto img = random_floats(N * C * HW, 4);
+  std::vector<float> nhwc_ref(img.size()), nhwc_got(img.size());
+  sg::cpu::nchw_to_nhwc(nhwc_ref.data(), img.data(), N, C, HW);
+  sg::cuda::nchw_to_nhwc(nhwc_got.data(), img.data(), N, C, HW, kStream);
+  CHECK(nhwc_got == nhwc_ref);
+}
+
+TEST_CASE("emulated GPU: layernorm forward and backward (rows split over warps and blocks)") {
+  for (const auto& [N, C] : {std::pair{70, 64}, {33, 100}, {5, 768}}) {
+    CAPTURE(N);
+    CAPTURE(C);
+    const auto x = random_floats(static_cast<size_t>(N) * C, 11, -2.0f, 3.0f);
+    const auto w = random_floats(C, 12, 0.5f, 1.5f), b = random_floats(C, 13);
+    const auto dy = random_floats(static_cast<size_t>(N) * C, 14);
+    std::vector<float> y_ref(x.size()), y(x.size()), m_ref(N), m(N), s_ref(N), s(N);
+    sg::cpu::layernorm_forward(y_ref.data(), m_ref.data(), s_ref.data(), x.data(), w.data(),
+                               b.data(), N, C);
+    sg::cuda::layernorm_forward(y.data(), m.data(), s.data(), x.data(), w.data(), b.data(), N, C,
+                                kStream);
+    CHECK_CLOSE(y.data(), y_ref.data(), y.size(), kFp32, "out");
+    CHECK_CLOSE(m.data(), m_ref.data(), N, kFp32, "mean");
+    CHECK_CLOSE(s.data(), s_ref.data(), N, kFp32, "rstd");
+    std::vector<float> dx_ref(x.size(), 0.25f), dx = dx_ref, dw_ref(C, 1.0f), dw = dw_ref,
+                                                db_ref(C, -1.0f), db = db_ref;
+    std::vector<float> scratch(static_cast<size_t>(sg::cuda::layernorm_backward_scratch(N, C)));
+    sg::cpu::layernorm_backward(dx_ref.data(), dw_ref.data(), db_ref.data(), dy.data(), x.data(),
+                                w.data(), m_ref.data(), s_ref.data(), N, C);
+    sg::cuda::layernorm_backward(dx.data(), dw.data(), db.data(), scratch.data(), dy.data(),
+                                 x.data(), w.data(), m.data(), s.data(), N, C, kStream);
+    CHECK_CLOSE(dx.data(), dx_ref.data(), dx.size(), kFp32, "dinp (+=)");
+    CHECK_CLOSE(dw.data(), dw_ref.data(), C, kFp32, "dweight (+=)");
+    CHECK_CLOSE(db.data(), db_ref.data(), C, kFp32, "dbias (+=)");
+  }
+}
+
+TEST_CASE("emulated GPU: softmax cross-entropy, fused and in place, and its vocabulary-parallel parts") {
+  const int N = 5, V = 300, Vp = 384;
+  const auto logits = random_floats(static_cast<size_t>(N) * Vp, 21, -5.0f, 5.0f);
+  const auto targets = random_ints(N, 22, 0, V - 1);
+  const float dloss = 0.125f;
+  std::vector<float> l_ref(N), l(N), p_ref(logits.size()), p(logits.size());
+  sg::cpu::crossentropy_forward(l_ref.data(), p_ref.data(), logits.data(), targets.data(), N, V, Vp);
+  sg::cuda::crossentropy_forward(l.data(), p.data(), logits.data(), targets.data(), N, V, Vp, kStream);
+  CHECK_CLOSE(l.data(), l_ref.data(), N, kFp32, "losses");
+  CHECK_CLOSE(p.data(), p_ref.data(), p.size(), kFp32, "probs");
+  std::vector<float> d_ref(logits.size()), d(logits.size());
+  sg::cpu::crossentropy_backward(d_ref.data(), p_ref.data(), targets.data(), dloss, N, V, Vp);
+  sg::cuda::crossentropy_backward(d.data(), p.data(), targets.data(), dloss, N, V, Vp, kStream);
+  CHECK_CLOSE(d.data(), d_ref.data(), d.size(), kFp32, "dlogits");
+  // Fused, in place: the logits become their gradient.
+  std::vector<float> fused = logits;
+  sg::cuda::crossentropy_forward_backward(l.data(), fused.data(), fused.data(), targets.data(), dloss,
+                                          N, V, Vp, kStream);
+  CHECK_CLOSE(l.data(), l_ref.data(), N, kFp32, "fused losses");
+  CHECK_CLOSE(fused.data(), d_ref.data(), fused.size(), kFp32, "fused dlogits");
+
+  // Two ranks of 192 columns each (the second holds the 84 real ones and the padding).
+  for (int rank = 0; rank < 2; ++rank) {
+    CAPTURE(rank);
+    const int Vl = Vp / 2, v0 = rank * Vl;
+    std::vector<float> local(static_cast<size_t>(N) * Vl);
+    for (int n = 0; n < N; ++n)
+      std::copy_n(logits.data() + static_cast<size_t>(n) * Vp + v0, Vl, local.data() + static_cast<size_t>(n) * Vl);
+    std::vector<float> m_ref(N), m(N), se_ref(N), se(N), tl_ref(N), tl(N), vl_ref(N), vl(N);
+    sg::cpu::crossentropy_vp_max(m_ref.data(), local.data(), N, Vl, v0, V);
+    sg::cuda::crossentropy_vp_max(m.data(), local.data(), N, Vl, v0, V, kStream);
+    CHECK(m == m_ref);
+    sg::cpu::crossentropy_vp_sums(se_ref.data(), tl_ref.data(), local.data(), m_ref.data(), targets.data(), N, Vl, v0, V);
+    sg::cuda::crossentropy_vp_sums(se.data(), tl.data(), local.data(), m.data(), targets.data(), N, Vl, v0, V, kStream);
+    CHECK_CLOSE(se.data(), se_ref.data(), N, kFp32, "sum_exp");
+    CHECK(tl == tl_ref);
+    sg::cpu::crossentropy_vp_losses(vl_ref.data(), m_ref.data(), se_ref.data(), tl_ref.data(), N);
+    sg::cuda::crossentropy_vp_losses(vl.data(), m.data(), se.data(), tl.data(), N, kStream);
+    CHECK_CLOSE(vl.data(), vl_ref.data(), N, kFp32, "partial losses");
+    std::vector<float> g_ref(local.size()), g = local;
+    sg::cpu::crossentropy_vp_backward(g_ref.data(), local.data(), m_ref.data(), se_ref.data(), targets.data(), dloss, N, Vl, v0, V);
+    sg::cuda::crossentropy_vp_backward(g.data(), g.data(), m.data(), se.data(), targets.data(), dloss, N, Vl, v0, V, kStream);
+    CHECK_CLOSE(g.data(), g_ref.data(), g.size(), kFp32, "vp dlogits (in place)");
+  }
+}
+
+TEST_CASE("emulated GPU: AdamW (fp32, and on bf16 weights with fp32 masters), SGD, the norm") {
+  const long n = 20000;  // two 16K blocks of the norm, the last ragged
+  const auto g = random_floats(n, 31, -0.1f, 0.1f);
+  auto p_ref = random_floats(n, 32), p = p_ref;
+  std::vector<float> m_ref(n, 0.0f), v_ref(n, 0.0f), m = m_ref, v = v_ref;
+  std::vector<float> master = p;
+  std::vector<__nv_bfloat16> weights(n);
+  std::vector<float> m2 = m, v2 = v;
+  for (int step = 1; step <= 3; ++step) {
+    sg::cpu::adamw_update(p_ref.data(), m_ref.data(), v_ref.data(), g.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, step);
+    sg::cuda::adamw_update(p.data(), m.data(), v.data(), g.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, step, kStream);
+    sg::cuda::adamw_update(nullptr, m2.data(), v2.data(), g.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, step,
+                           kStream, master.data(), weights.data());
+  }
+  CHECK_CLOSE(p.data(), p_ref.data(), n, kFp32, "params");
+  CHECK_CLOSE(m.data(), m_ref.data(), n, kFp32, "m");
+  CHECK_CLOSE(v.data(), v_ref.data(), n, kFp32, "v");
+  CHECK_CLOSE(master.data(), p_ref.data(), n, kFp32, "fp32 masters");
+  std::vector<float> rounded(n);
+  for (long i = 0; i < n; ++i) rounded[i] = __bfloat162float(weights[i]);
+  CHECK_CLOSE(rounded.data(), p_ref.data(), n, kBf16, "bf16 weights");
+
+  auto q_ref = random_floats(n, 33), q = q_ref;
+  std::vector<float> buf_ref(n, 0.0f), buf(n, 0.0f);
+  for (int step = 0; step < 3; ++step) {
+    sg::cpu::sgd_update(q_ref.data(), buf_ref.data(), g.data(), n, 0.1f, 0.9f, 1e-4f, true);
+    sg::cuda::sgd_update(q.data(), buf.data(), g.data(), n, 0.1f, 0.9f, 1e-4f, true, kStream);
+  }
+  CHECK_CLOSE(q.data(), q_ref.data(), n, kFp32, "sgd params");
+  CHECK_CLOSE(buf.data(), buf_ref.data(), n, kFp32, "sgd momentum");
+
+  std::vector<double> scratch(static_cast<size_t>(sg::cuda::sum_of_squares_scratch(n)));
+  double total = 0;
+  sg::cuda::sum_of_squares(&total, scratch.data(), g.data(), n, kStream);
+  CHECK(total == doctest::Approx(sg::cpu::sum_of_squares(g.data(), n)).epsilon(1e-12));
+}
+
+TEST_CASE("emulated GPU: embeddings forward and backward, whole and vocabulary-parallel") {
+  const int B = 3, T = 7, C = 40, V = 50;
+  const auto wte = random_floats(static_cast<size_t>(V) * C, 41), wpe = random_floats(static_cast<size_t>(T) * C, 42);
+  auto inp = random_ints(static_cast<size_t>(B) * T, 43, 0, V - 1);
+  inp[5] = inp[9] = inp[20] = 17;  // a token seen several times
+  std::vector<float> ref(static_cast<size_t>(B) * T * C), got(ref.size());
+  sg::cpu::encoder_forward(ref.data(), inp.data(), wte.data(), wpe.data(), B, T, C);
+  sg::cuda::encoder_forward(got.data(), inp.data(), wte.data(), wpe.data(), B, T, C, kStream);
+  CHECK(got == ref);
+  const auto dout = random_floats(ref.size(), 44);
+  for (const auto& [v0, Vl] : {std::pair{0, V}, {20, 15}}) {
+    CAPTURE(v0);
+    std::vector<float> dwte_ref(static_cast<size_t>(Vl) * C, 0.5f), dwte = dwte_ref;
+    std::vector<float> dwpe_ref(static_cast<size_t>(T) * C, -0.5f), dwpe = dwpe_ref;
+    sg::cpu::encoder_backward_vocab_range(dwte_ref.data(), dwpe_ref.data(), dout.data(), inp.data(), B, T, C, v0, Vl);
+    const sg::cuda::TokenBuckets buckets = sg::cuda::bucket_tokens(inp.data(), B * T, v0, Vl);
+    sg::cuda::encoder_backward(dwte.data(), dwpe.data(), dout.data(), buckets.tokens.data(),
+                               buckets.offsets.data(), buckets.positions.data(),
+                               static_cast<int>(buckets.tokens.size()), B, T, C, kStream);
+    CHECK_CLOSE(dwte.data(), dwte_ref.data(), dwte.size(), kFp32, "dwte");
+    CHECK_CLOSE(dwpe.data(), dwpe_ref.data(), dwpe.size(), kFp32, "dwpe");
+    std::vector<float> part_ref(ref.size()), part(ref.size());
+    sg::cpu::embedding_forward_vocab_range(part_ref.data(), inp.data(), wte.data() + static_cast<size_t>(v0) * C, B * T, C, v0, Vl);
+    sg::cuda::embedding_forward_vocab_range(part.data(), inp.data(), wte.data() + static_cast<size_t>(v0) * C, B * T, C, v0, Vl, kStream);
+    CHECK(part == part_ref);
+    sg::cpu::position_add(part_ref.data(), wpe.data(), B, T, C);
+    sg::cuda::position_add(part.data(), wpe.data(), B, T, C, kStream);
+    CHECK(part == part_ref);
+  }
+}
+
+TEST_CASE("emulated GPU: label-smoothed classifier loss, top-1/5, pooling, split batch norm") {
+  const int N = 6, K = 37;
+  const auto logits = random_floats(static_cast<size_t>(N) * K, 51, -3.0f, 3.0f);
+  const auto labels = random_ints(N, 52, 0, K - 1);
+  std::vector<float> l_ref(N), l(N), d_ref(logits.size()), d = logits;
+  sg::cpu::classifier_loss_forward_backward(l_ref.data(), d_ref.data(), logits.data(), labels.data(), 0.1f, 0.25f, N, K);
+  sg::cuda::classifier_loss_forward_backward(l.data(), d.data(), d.data(), labels.data(), 0.1f, 0.25f, N, K, kStream);
+  CHECK_CLOSE(l.data(), l_ref.data(), N, kFp32, "losses");
+  CHECK_CLOSE(d.data(), d_ref.data(), d.size(), kFp32, "dlogits (in place)");
+  int64_t top1_ref = 0, top5_ref = 0;
+  sg::cpu::classifier_correct(&top1_ref, &top5_ref, logits.data(), labels.data(), N, K);
+  std::vector<int32_t> top1(N), top5(N);
+  sg::cuda::classifier_correct(top1.data(), top5.data(), logits.data(), labels.data(), N, K, kStream);
+  int64_t t1 = 0, t5 = 0;
+  for (int i = 0; i < N; ++i) t1 += top1[i], t5 += top5[i];
+  CHECK(t1 == top1_ref);
+  CHECK(t5 == top5_ref);
+
+  const int HW = 49, C = 24;
+  const auto x = random_floats(static_cast<size_t>(N) * HW * C, 53), dy = random_floats(static_cast<size_t>(N) * C, 54);
+  std::vector<float> pooled_ref(static_cast<size_t>(N) * C), pooled(pooled_ref.size());
+  sg::cpu::global_avgpool_forward(pooled_ref.data(), x.data(), N, HW, C);
+  sg::cuda::global_avgpool_forward(pooled.data(), x.data(), N, HW, C, kStream);
+  CHECK_CLOSE(pooled.data(), pooled_ref.data(), pooled.size(), kFp32, "avgpool");
+  std::vector<float> dx_ref(x.size()), dx(x.size());
+  sg::cpu::global_avgpool_backward(dx_ref.data(), dy.data(), N, HW, C);
+  sg::cuda::global_avgpool_backward(dx.data(), dy.data(), N, HW, C, kStream);
+  CHECK(dx == dx_ref);
+
+  const long M = 600;  // three bands of 256 rows, the last ragged
+  const auto a = random_floats(static_cast<size_t>(M) * C, 55, -1.0f, 2.0f), gy = random_floats(static_cast<size_t>(M) * C, 56);
+  const auto gamma = random_floats(C, 57, 0.5f, 1.5f), beta = random_floats(C, 58);
+  std::vector<double> sums_ref(2 * C), sums(2 * C), scratch(static_cast<size_t>(sg::cuda::batchnorm_sums_scratch(M, C)));
+  sg::cpu::batchnorm_sums(sums_ref.data(), a.data(), M, C);
+  sg::cuda::batchnorm_sums(sums.data(), scratch.data(), a.data(), M, C, kStream);
+  CHECK_CLOSE(sums.data(), sums_ref.data(), sums.size(), kFp32, "sums");
+  std::vector<float> mean(C), var(C), mean_ref(C), var_ref(C);
+  sg::cpu::batchnorm_stats(mean_ref.data(), var_ref.data(), sums_ref.data(), M, C);
+  sg::cuda::batchnorm_stats(mean.data(), var.data(), sums.data(), M, C, kStream);
+  CHECK_CLOSE(mean.data(), mean_ref.data(), C, kFp32, "mean");
+  CHECK_CLOSE(var.data(), var_ref.data(), C, kFp32, "var");
+  std::vector<float> y_ref(a.size()), y(a.size());
+  sg::cpu::batchnorm_normalize(y_ref.data(), a.data(), mean.data(), var.data(), gamma.data(), beta.data(), M, C, 1e-5f);
+  sg::cuda::batchnorm_normalize(y.data(), a.data(), mean.data(), var.data(), gamma.data(), beta.data(), M, C, 1e-5f, kStream);
+  CHECK_CLOSE(y.data(), y_ref.data(), y.size(), kFp32, "normalize");
+  std::vector<float> dg_ref(C, 1.0f), db_ref(C, 2.0f), dg = dg_ref, db = db_ref;
+  sg::cpu::batchnorm_backward_sums(sums_ref.data(), dg_ref.data(), db_ref.data(), gy.data(), a.data(), mean.data(), var.data(), M, C, 1e-5f);
+  sg::cuda::batchnorm_backward_sums(sums.data(), scratch.data(), dg.data(), db.data(), gy.data(), a.data(), mean.data(), var.data(), M, C, 1e-5f, kStream);
+  CHECK_CLOSE(sums.data(), sums_ref.data(), sums.size(), kFp32, "backward sums");
+  CHECK_CLOSE(dg.data(), dg_ref.data(), C, kFp32, "dgamma");
+  CHECK_CLOSE(db.data(), db_ref.data(), C, kFp32, "dbeta");
+  std::vector<float> gx_ref(a.size()), gx(a.size());
+  sg::cpu::batchnorm_backward_input(gx_ref.data(), sums_ref.data(), gy.data(), a.data(), mean.data(), var.data(), gamma.data(), M, M, C, 1e-5f);
+  sg::cuda::batchnorm_backward_input(gx.data(), sums_ref.data(), gy.data(), a.data(), mean.data(), var.data(), gamma.data(), M, M, C, 1e-5f, kStream);
+  CHECK_CLOSE(gx.data(), gx_ref.data(), gx.size(), kFp32, "dinp");
+  std::vector<float> rm_ref(C, 0.1f), rv_ref(C, 0.9f), rm = rm_ref, rv = rv_ref;
+  sg::cpu::batchnorm_update_running(rm_ref.data(), rv_ref.data(), mean.data(), var.data(), M, C, 0.1f);
+  sg::cuda::batchnorm_update_running(rm.data(), rv.data(), mean.data(), var.data(), M, C, 0.1f, kStream);
+  CHECK_CLOSE(rm.data(), rm_ref.data(), C, kFp32, "running mean");
+  CHECK_CLOSE(rv.data(), rv_ref.data(), C, kFp32, "running var");
+}
+
+TEST_CASE("emulated GPU: flash attention forward and backward without the T x T matrix") {
+  for (const auto& [B, T, C, NH] : {std::tuple{2, 45, 32, 2}, {1, 70, 128, 2}}) {
+    CAPTURE(T);
+    CAPTURE(C);
+    const auto qkv = random_floats(static_cast<size_t>(B) * T * 3 * C, 61);
+    std::vector<float> out_ref(static_cast<size_t>(B) * T * C), out(out_ref.size());
+    std::vector<float> att(static_cast<size_t>(B) * NH * T * T), lse(static_cast<size_t>(B) * NH * T);
+    sg::cpu::attention_forward(out_ref.data(), att.data(), qkv.data(), B, T, C, NH);
+    sg::cuda::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, kStream);
+    CHECK_CLOSE(out.data(), out_ref.data(), out.size(), kFp32, "out");
+    const auto dout = random_floats(out.size(), 62);
+    std::vector<float> dqkv_ref(qkv.size(), 0.5f), dqkv = dqkv_ref, scratch(att.size()), delta(lse.size());
+    sg::cpu::attention_backward(dqkv_ref.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+    sg::cuda::attention_backward(dqkv.data(), delta.data(), dout.data(), out.data(), qkv.data(), lse.data(), B, T, C, NH, kStream);
+    CHECK_CLOSE(dqkv.data(), dqkv_ref.data(), dqkv.size(), kFp32, "dqkv (+=)");
+  }
+}
