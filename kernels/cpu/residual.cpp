@@ -21,6 +21,11 @@ void add_inplace(float* out, const float* in, long n) {
   for (long i = 0; i < n; ++i) out[i] += in[i];
 }
 
+void scale_inplace(float* x, float factor, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) x[i] *= factor;
+}
+
 void add_bias(float* out, const float* bias, long N, long C) {
 #pragma omp parallel for schedule(static)
   for (long n = 0; n < N; ++n) {

@@ -1,26 +1,19 @@
-// CUDA backend, step 1: device discovery and device memory. Kernels arrive in later steps,
-// each checked against its CPU reference in kernels/cpu/.
+// Device discovery and raw device memory for `info` and the device tests; the backend itself is
+// cuda_backend.cu.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <nccl.h>
 
-#include <source_location>
 #include <string>
 
 #include "backend/device.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_memory.h"
 #include "util/error.h"
 
 namespace sg {
 namespace {
-
-void check_cuda(cudaError_t status, const char* what,
-                std::source_location where = std::source_location::current()) {
-  if (status != cudaSuccess) {
-    throw RunError(std::string(what) + " failed: " + cudaGetErrorString(status) + " (" +
-                   where.file_name() + ":" + std::to_string(where.line()) + ")");
-  }
-}
 
 std::string version_string(int v, int major_div, int minor_div, int minor_mod) {
   return std::to_string(v / major_div) + "." + std::to_string((v / minor_div) % minor_mod);
@@ -33,8 +26,9 @@ bool cuda_backend_compiled() { return true; }
 std::vector<std::string> cuda_library_versions() {
   std::vector<std::string> out;
   int runtime = 0, driver = 0;
-  cudaRuntimeGetVersion(&runtime);
+  SG_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
   out.push_back("cuda-runtime " + version_string(runtime, 1000, 10, 100));
+  // No driver is not an error here: `info` reports it.
   if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) {
     out.push_back("cuda-driver " + version_string(driver, 1000, 10, 100));
   } else {
@@ -59,7 +53,7 @@ std::vector<CudaDeviceInfo> cuda_devices() {
   std::vector<CudaDeviceInfo> devices;
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp prop{};
-    check_cuda(cudaGetDeviceProperties(&prop, i), "cudaGetDeviceProperties");
+    SG_CUDA_CHECK(cudaGetDeviceProperties(&prop, i));
     devices.push_back({i, prop.name, prop.totalGlobalMem, prop.major, prop.minor,
                        prop.multiProcessorCount});
   }
@@ -67,12 +61,10 @@ std::vector<CudaDeviceInfo> cuda_devices() {
 }
 
 void* cuda_allocate(size_t bytes, int device) {
-  check_cuda(cudaSetDevice(device), "cudaSetDevice");
-  void* ptr = nullptr;
-  check_cuda(cudaMalloc(&ptr, bytes), "cudaMalloc");
-  return ptr;
+  SG_CUDA_CHECK(cudaSetDevice(device));
+  return cuda::allocate_device(bytes);
 }
 
-void cuda_free(void* ptr) { check_cuda(cudaFree(ptr), "cudaFree"); }
+void cuda_free(void* ptr) { SG_CUDA_CHECK(cudaFree(ptr)); }
 
 }  // namespace sg

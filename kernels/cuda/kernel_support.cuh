@@ -13,8 +13,15 @@
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#define SG_LAUNCH(kernel, grid, block, shared_bytes, stream, ...) \
-  kernel<<<(grid), (block), (shared_bytes), (stream)>>>(__VA_ARGS__)
+
+#include "kernels/cuda/cuda_check.h"
+// A bad launch configuration is reported by cudaGetLastError right after the launch: checked
+// here, so every launch of ours names its kernel when it fails.
+#define SG_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                    \
+  do {                                                                             \
+    kernel<<<(grid), (block), (shared_bytes), (stream)>>>(__VA_ARGS__);            \
+    SG_CUDA_CHECK_LAUNCH(#kernel);                                                 \
+  } while (0)
 #define SG_DYNAMIC_SHARED(type, name)                   \
   extern __shared__ __align__(16) unsigned char sg_dynamic_shared_bytes[]; \
   type* name = reinterpret_cast<type*>(sg_dynamic_shared_bytes)

@@ -19,6 +19,13 @@
 
 namespace sg {
 
+// Floats an attention layer keeps from forward to backward (state) and uses as backward scratch.
+struct AttentionStorage {
+  size_t state = 0, scratch = 0;
+};
+// What a backend of this name ("cpu", "cuda") needs, for `plan` (no backend is built there).
+AttentionStorage attention_storage_for(const std::string& backend, int B, int T, int NH);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -34,8 +41,18 @@ class Backend {
   virtual void fill(const TensorView& t, double value) = 0;  // every element = value (as dtype)
   void zero(float* data, size_t n) { fill({data, 0, DType::F32, device(), {static_cast<int64_t>(n)}}, 0.0); }
 
+  // The most device memory in use so far, in bytes (a GPU's, as cudaMemGetInfo sees it, CUDA
+  // context included); 0 on the host, where the process's resident peak is the figure.
+  virtual size_t device_memory_peak() = 0;
+
   // --- streams --------------------------------------------------------------------------
   virtual void synchronize() = 0;  // waits until every op issued so far is done
+
+  // --- precision ------------------------------------------------------------------------
+  // train.precision: "fp32" (every product in fp32), or "bf16" / "fp16": matrix products and
+  // convolutions multiply in that type on tensor cores, accumulating in fp32 (activations,
+  // weights and gradients stay fp32 in memory). RunError where the backend cannot.
+  virtual void set_precision(const std::string& precision) = 0;
 
   // --- linear algebra and elementwise (kernels/matmul.h, gelu.h, residual.h) --------------
   virtual void matmul_forward(float* out, const float* inp, const float* weight,
@@ -49,6 +66,7 @@ class Backend {
   virtual void residual_forward(float* out, const float* a, const float* b, long n) = 0;
   virtual void add_inplace(float* out, const float* in, long n) = 0;       // out += in
   virtual void add_bias(float* out, const float* bias, long N, long C) = 0;  // out[n,:] += bias
+  virtual void scale(float* x, float factor, long n) = 0;                     // x *= factor
 
   // --- transformer (kernels/layernorm.h, attention.h, encoder.h, crossentropy.h) ---------
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -56,11 +74,15 @@ class Backend {
   virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, const float* weight, const float* mean,
                                   const float* rstd, int N, int C) = 0;
+  // att: the state the backward needs (attention_storage(B,T,NH).state floats: the CPU keeps
+  // the probabilities, flash kernels the log-sum-exp); scratch: attention_storage().scratch
+  // floats; out: the forward's output (flash kernels recompute from it).
+  virtual AttentionStorage attention_storage(int B, int T, int NH) const = 0;
   virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
                                  int NH) = 0;
   virtual void attention_backward(float* dqkv, float* scratch, const float* dout,
-                                  const float* qkv, const float* att, int B, int T, int C,
-                                  int NH) = 0;
+                                  const float* qkv, const float* out, const float* att, int B,
+                                  int T, int C, int NH) = 0;
   virtual void encoder_forward(float* out, const int32_t* inp, const float* wte,
                                const float* wpe, int B, int T, int C) = 0;
   virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp,
@@ -133,6 +155,7 @@ class Backend {
   virtual void classifier_loss_forward_backward(float* losses, float* dlogits,
                                                 const float* logits, const int32_t* labels,
                                                 float smoothing, float dloss, int N, int K) = 0;
+  // top1, top5: one device int64 each (=).
   virtual void classifier_correct(int64_t* top1, int64_t* top5, const float* logits,
                                   const int32_t* labels, int N, int K) = 0;
 
@@ -142,6 +165,7 @@ class Backend {
                             int step) = 0;
   virtual void sgd_update(float* params, float* momentum_buffer, const float* grads, long n,
                           float lr, float momentum, float weight_decay, bool nesterov) = 0;
+  // Both return a host value (on a GPU: after waiting for the ops before).
   virtual double sum_of_squares(const float* x, long n) = 0;
   virtual float clip_by_global_norm(float* x, long n, double norm, float max_norm) = 0;
 };
@@ -150,8 +174,9 @@ class Backend {
 // oneDNN convolutions share scratch areas and per-shape weight buffers between calls.
 Backend& cpu_backend();
 
-// The backend for devices.backend ("cpu" or "cuda"). RunError when it is not available in this
+// The backend for devices.backend ("cpu" or "cuda"); for cuda, GPU `device` (this process's
+// local rank, or the device every process shares). RunError when it is not available in this
 // build or on this machine, with what to do.
-Backend& backend_for(const std::string& name);
+Backend& backend_for(const std::string& name, int device = 0);
 
 }  // namespace sg

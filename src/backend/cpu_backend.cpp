@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "backend/op_profile.h"
 #include "kernels/adamw.h"
+#include "backend/device.h"
 #include "kernels/attention.h"
 #include "kernels/batchnorm.h"
 #include "kernels/classifier_loss.h"
@@ -105,6 +106,10 @@ class CpuBackend final : public Backend {
     const ScopedOpTimer timer("add_inplace");
     cpu::add_inplace(out, in, n);
   }
+  void scale(float* x, float factor, long n) override {
+    const ScopedOpTimer timer("scale");
+    cpu::scale_inplace(x, factor, n);
+  }
   void add_bias(float* out, const float* bias, long N, long C) override {
     const ScopedOpTimer timer("add_bias");
     cpu::add_bias(out, bias, N, C);
@@ -121,13 +126,22 @@ class CpuBackend final : public Backend {
     const ScopedOpTimer timer("layernorm_backward");
     cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   }
+  size_t device_memory_peak() override { return 0; }
+  void set_precision(const std::string& precision) override {
+    if (precision != "fp32") {
+      throw RunError("train.precision " + precision + ": the CPU backend computes in fp32");
+    }
+  }
+  AttentionStorage attention_storage(int B, int T, int NH) const override {
+    return attention_storage_for("cpu", B, T, NH);
+  }
   void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
                          int NH) override {
     const ScopedOpTimer timer("attention_forward");
     cpu::attention_forward(out, att, qkv, B, T, C, NH);
   }
   void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH) override {
+                          const float*, const float* att, int B, int T, int C, int NH) override {
     const ScopedOpTimer timer("attention_backward");
     cpu::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
   }
@@ -280,6 +294,8 @@ class CpuBackend final : public Backend {
   void classifier_correct(int64_t* top1, int64_t* top5, const float* logits,
                           const int32_t* labels, int N, int K) override {
     const ScopedOpTimer timer("classifier_correct");
+    *top1 = 0;  // the backend's contract is =, the reference kernel's +=
+    *top5 = 0;
     cpu::classifier_correct(top1, top5, logits, labels, N, K);
   }
 
@@ -310,10 +326,10 @@ Backend& cpu_backend() {
   return backend;
 }
 
-Backend& backend_for(const std::string& name) {
+Backend& backend_for(const std::string& name, int device) {
   if (name == "cpu") return cpu_backend();
-  throw RunError("devices.backend '" + name +
-                 "' has no training loop yet in this version; use devices.backend: cpu");
+  if (name == "cuda") return cuda_backend(device);
+  throw RunError("devices.backend '" + name + "' is not a backend: use cpu or cuda");
 }
 
 }  // namespace sg

@@ -29,4 +29,9 @@ std::vector<CudaDeviceInfo> cuda_devices();
 void* cuda_allocate(size_t bytes, int device);
 void cuda_free(void* ptr);
 
+class Backend;
+// The CUDA backend on GPU `device` (kernels/cuda/cuda_backend.cu): one per device per process,
+// made on first use. RunError when the build has no CUDA or the device does not exist.
+Backend& cuda_backend(int device);
+
 }  // namespace sg

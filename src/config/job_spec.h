@@ -63,7 +63,8 @@ struct TrainSpec {
   int global_batch = 512;          // sequences per optimizer step
   int micro_batch = 8;             // sequences per replica per micro-step
   int seq_len = 0;                 // 0 = model.context
-  std::string precision = "fp32";  // fp32 (bf16 | fp16 on CUDA later)
+  std::string precision = "fp32";  // fp32 | bf16 | fp16 (the last two on CUDA)
+  double loss_scale = 0;           // fp16: the first dynamic loss scale (0 = 65536)
   std::string recompute = "none";  // none | selective | full
   bool deterministic = false;
 };
@@ -86,6 +87,7 @@ struct DevicesSpec {
   int processes = 1;
   int threads = 0;              // 0 = auto (cores / processes on the node)
   double peak_tflops = 0;       // per device, for MFU; 0 = measured/assumed by the backend
+  bool share_gpus = false;      // cuda: several processes per GPU, talking MPI through the host
 };
 
 struct CheckpointSpec {

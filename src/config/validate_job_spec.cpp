@@ -220,6 +220,22 @@ class SpecChecker {
                        "in fp32",
                        t.precision));
     one_of("train.recompute", t.recompute, {"none", "selective", "full"});
+    if (t.loss_scale != 0) {
+      int exponent = 0;
+      const double mantissa = std::frexp(t.loss_scale, &exponent);
+      if (t.precision != "fp16")
+        fail({"train.loss_scale", "train.precision"},
+             "train.loss_scale is the fp16 loss scale; remove it, or set train.precision: fp16");
+      else if (!(t.loss_scale >= 1) || mantissa != 0.5 || t.loss_scale > 0x1p100)
+        fail({"train.loss_scale"},
+             fmt::format("train.loss_scale {} must be a power of two from 1 to 2^100 (scaling "
+                         "by one is exact), e.g. 65536",
+                         t.loss_scale));
+    }
+    if (t.recompute == "selective" && s_.model.arch == "resnet")
+      fail({"train.recompute", "model.arch"},
+           "train.recompute selective recomputes a transformer's attention core, which a ResNet "
+           "does not have; use full (each residual block recomputed from its input) or none");
     at_least("parallel.data", s_.parallel.data, 1);
     int64_t unit = int64_t{s_.parallel.data} * t.micro_batch;
     if (t.global_batch % unit != 0)
@@ -256,6 +272,10 @@ class SpecChecker {
     at_least("devices.processes", dev.processes, 1);
     at_least("devices.threads", dev.threads, 0);
     float_at_least("devices.peak_tflops", dev.peak_tflops, 0, true);
+    if (dev.share_gpus && dev.backend != "cuda")
+      fail({"devices.share_gpus", "devices.backend"},
+           "devices.share_gpus shares GPUs between processes and needs devices.backend cuda; "
+           "remove it for the CPU backend");
 
     const ModelSpec& m = s_.model;
     if (m.arch == "resnet" && p.tensor > 1)

@@ -1,5 +1,6 @@
 #include "model/gpt2.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/error.h"
@@ -36,43 +37,92 @@ Widths widths_of(const GPT2Shape& shape, const ParameterLayout& layout, size_t B
           static_cast<size_t>(split.vocab_rows)};
 }
 
-// Per-layer activation floats.
-size_t layer_floats(const Widths& w, size_t B, size_t T) {
-  const size_t N = w.N, C = w.C;
-  return N * C               // ln1
-         + 2 * N             // ln1 mean, rstd
-         + N * 3 * w.Ca      // qkv
-         + N * w.Ca          // atty
-         + B * w.NHl * T * T // att
-         + N * C             // attproj
-         + N * C             // residual2
-         + N * C + 2 * N     // ln2, mean, rstd
-         + 2 * N * w.Cm      // fch, fch_gelu
-         + N * C             // fcproj
-         + N * C;            // residual3
-}
-
-size_t slot_floats(const ParameterLayout& layout, const Widths& w, size_t B, size_t T) {
-  size_t n = w.N * w.C /*input*/ + layout.blocks() * layer_floats(w, B, T);
-  if (layout.last_stage()) n += w.N * w.C + 2 * w.N /*lnf*/ + w.N * w.Vl + w.N + 3 * w.N;
-  return n;
-}
+// Hands out consecutive pieces of an arena, or with a null base only counts them.
+struct Carver {
+  float* base = nullptr;
+  size_t used = 0;
+  float* take(size_t n) {
+    float* p = base != nullptr ? base + used : nullptr;
+    used += n;
+    return p;
+  }
+};
 
 }  // namespace
 
+size_t GPT2::lay_out(float* base, const GPT2Shape& shape, const ParameterLayout& layout, int B,
+                     int T, int slots, const AttentionStorage& att, Recompute recompute,
+                     std::vector<Slot>* slots_out, Scratch* scratch_out) {
+  const Widths w = widths_of(shape, layout, static_cast<size_t>(B), static_cast<size_t>(T));
+  const size_t N = w.N, C = w.C;
+  Carver carve{base};
+  // One layer's activations: all of them, or (shared) those a recompute rebuilds.
+  const auto layer = [&](LayerActs& a, bool attention_state) {
+    a.ln1 = carve.take(N * C);
+    a.ln1_mean = carve.take(N);
+    a.ln1_rstd = carve.take(N);
+    a.qkv = carve.take(N * 3 * w.Ca);
+    a.atty = carve.take(N * w.Ca);
+    if (attention_state) a.att = carve.take(att.state);
+    a.attproj = carve.take(N * C);
+    a.residual2 = carve.take(N * C);
+    a.ln2 = carve.take(N * C);
+    a.ln2_mean = carve.take(N);
+    a.ln2_rstd = carve.take(N);
+    a.fch = carve.take(N * w.Cm);
+    a.fch_gelu = carve.take(N * w.Cm);
+    a.fcproj = carve.take(N * C);
+  };
+  // What the stage's layers share: selective keeps one attention state, full one whole layer
+  // (all but its output, which each layer keeps as the next one's input).
+  LayerActs shared;
+  if (recompute == Recompute::Full) layer(shared, true);
+  if (recompute == Recompute::Selective) shared.att = carve.take(att.state);
+  std::vector<Slot> placed(static_cast<size_t>(slots));
+  for (Slot& s : placed) {
+    s.input = carve.take(N * C);
+    s.layers.resize(static_cast<size_t>(layout.blocks()));
+    for (LayerActs& a : s.layers) {
+      if (recompute == Recompute::Full) {
+        a = shared;
+      } else {
+        layer(a, recompute == Recompute::None);
+        if (recompute == Recompute::Selective) a.att = shared.att;
+      }
+      a.residual3 = carve.take(N * C);
+    }
+    if (layout.last_stage()) {
+      s.lnf = carve.take(N * C);
+      s.lnf_mean = carve.take(N);
+      s.lnf_rstd = carve.take(N);
+      s.logits = carve.take(N * w.Vl);
+      s.losses = carve.take(N);
+      s.ce_stats = carve.take(3 * N);
+    }
+  }
+  // Gradient scratch, reused by every layer and slot.
+  Scratch scratch;
+  scratch.dresidual = carve.take(N * C);
+  scratch.dln = carve.take(N * C);
+  scratch.dqkv = carve.take(N * 3 * w.Ca);
+  scratch.datty = carve.take(N * w.Ca);
+  scratch.datt = carve.take(att.scratch);
+  scratch.dfch = carve.take(N * w.Cm);
+  scratch.dfch_gelu = carve.take(N * w.Cm);
+  if (slots_out != nullptr) *slots_out = std::move(placed);
+  if (scratch_out != nullptr) *scratch_out = scratch;
+  return carve.used;
+}
+
 size_t gpt2_activation_floats(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T,
-                              int slots) {
-  const Widths w = widths_of(shape, layout, B, T);
-  const size_t scratch = w.N * w.C /*dresidual*/ + w.N * w.C /*dln*/ + w.N * 3 * w.Ca /*dqkv*/ +
-                         w.N * w.Ca /*datty*/ + static_cast<size_t>(B) * w.NHl * T * T /*datt*/ +
-                         2 * w.N * w.Cm /*dfch, dfch_gelu*/;
-  return static_cast<size_t>(slots) * slot_floats(layout, w, B, T) + scratch;
+                              int slots, const AttentionStorage& att, Recompute recompute) {
+  return GPT2::lay_out(nullptr, shape, layout, B, T, slots, att, recompute, nullptr, nullptr);
 }
 
 GPT2::GPT2(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T, int slots,
-           TensorGroup* tp, Backend& backend)
+           TensorGroup* tp, Backend& backend, Recompute recompute)
     : layout_(layout), shape_(shape), split_(gpt2_split(shape, layout.shard())), B_(B), T_(T),
-      tp_(tp), backend_(backend), tensors_(layout.shard().tensors) {
+      tp_(tp), backend_(backend), recompute_(recompute), tensors_(layout.shard().tensors) {
   if (T > shape_.context) {
     throw SpecError("sequence length " + std::to_string(T) + " exceeds model.context " +
                     std::to_string(shape_.context));
@@ -88,54 +138,19 @@ GPT2::GPT2(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T, 
     lnf_index_ = static_cast<size_t>(&lnfw - layout.tensors().data());
     lnfb_ = layout.find("ln_f.bias").offset;
   }
-  const size_t arena_floats = gpt2_activation_floats(shape, layout, B, T, slots);
-  arena_ = Buffer(backend, arena_floats * sizeof(float));
-  backend.zero(arena_.as<float>(), arena_floats);
-  float* p = arena_.as<float>();
-  auto take = [&](size_t n) {
-    float* r = p;
-    p += n;
-    return r;
-  };
-  const Widths w = widths_of(shape, layout, B, T);
-  const size_t N = w.N, C = w.C, att = static_cast<size_t>(B) * w.NHl * T * T;
-  slots_.resize(static_cast<size_t>(slots));
-  for (Slot& s : slots_) {
-    s.input = take(N * C);
-    s.layers.resize(static_cast<size_t>(layout.blocks()));
-    for (auto& a : s.layers) {
-      a.ln1 = take(N * C);
-      a.ln1_mean = take(N);
-      a.ln1_rstd = take(N);
-      a.qkv = take(N * 3 * w.Ca);
-      a.atty = take(N * w.Ca);
-      a.att = take(att);
-      a.attproj = take(N * C);
-      a.residual2 = take(N * C);
-      a.ln2 = take(N * C);
-      a.ln2_mean = take(N);
-      a.ln2_rstd = take(N);
-      a.fch = take(N * w.Cm);
-      a.fch_gelu = take(N * w.Cm);
-      a.fcproj = take(N * C);
-      a.residual3 = take(N * C);
-    }
-    if (layout.last_stage()) {
-      s.lnf = take(N * C);
-      s.lnf_mean = take(N);
-      s.lnf_rstd = take(N);
-      s.logits = take(N * w.Vl);
-      s.losses = take(N);
-      s.ce_stats = take(3 * N);
-    }
-  }
-  dresidual_ = take(N * C);
-  dln_ = take(N * C);
-  dqkv_ = take(N * 3 * w.Ca);
-  datty_ = take(N * w.Ca);
-  datt_ = take(att);
-  dfch_ = take(N * w.Cm);
-  dfch_gelu_ = take(N * w.Cm);
+  const AttentionStorage att = backend.attention_storage(B, T, split_.local_heads);
+  const size_t floats = lay_out(nullptr, shape, layout, B, T, slots, att, recompute, nullptr, nullptr);
+  arena_ = Buffer(backend, std::max<size_t>(1, floats) * sizeof(float));
+  backend.zero(arena_.as<float>(), floats);
+  Scratch scratch;
+  lay_out(arena_.as<float>(), shape, layout, B, T, slots, att, recompute, &slots_, &scratch);
+  dresidual_ = scratch.dresidual;
+  dln_ = scratch.dln;
+  dqkv_ = scratch.dqkv;
+  datty_ = scratch.datty;
+  datt_ = scratch.datt;
+  dfch_ = scratch.dfch;
+  dfch_gelu_ = scratch.dfch_gelu;
 }
 
 void GPT2::tp_sum(float* data, size_t n) {
@@ -228,8 +243,10 @@ float GPT2::forward_stage(int slot, const float* params, const int32_t* inputs,
   loss_forward(s, targets, fused_dloss);
   s.fused_dloss = fused_dloss;
   s.have_probs = true;
+  losses_host_.resize(static_cast<size_t>(N));
+  backend_.copy_to_host(losses_host_.data(), s.losses, losses_host_.size() * sizeof(float));
   double sum = 0;  // fixed order: deterministic
-  for (int i = 0; i < N; ++i) sum += s.losses[i];
+  for (float l : losses_host_) sum += l;
   return static_cast<float>(sum / N);
 }
 
@@ -273,7 +290,10 @@ void GPT2::block_backward(Slot& s, int l, float* grads, const float* params, con
   zero(datty_, static_cast<size_t>(N) * Ca);
   backend_.matmul_backward(datty_, g.attprojw, g.attprojb, dresidual_, a.atty, w.attprojw, N, Ca, C);
   zero(dqkv_, static_cast<size_t>(N) * 3 * Ca);
-  backend_.attention_backward(dqkv_, datt_, datty_, a.qkv, a.att, B, T, Ca, NH);
+  // Selective recompute: every layer shares one attention state, so this layer's is rebuilt from
+  // its kept q, k, v (the output it rewrites is bitwise what the forward wrote).
+  if (recompute_ == Recompute::Selective) backend_.attention_forward(a.atty, a.att, a.qkv, B, T, Ca, NH);
+  backend_.attention_backward(dqkv_, datt_, datty_, a.qkv, a.atty, a.att, B, T, Ca, NH);
   zero(dln_, static_cast<size_t>(NC));
   backend_.matmul_backward(dln_, g.qkvw, g.qkvb, dqkv_, a.ln1, w.qkvw, N, C, 3 * Ca);
   tp_sum(dln_, static_cast<size_t>(NC));
@@ -311,7 +331,11 @@ void GPT2::backward_stage(int slot, float* grads, const float* params, const int
   }
   // dresidual_ holds the gradient of the residual stream; each block adds its branches in place.
   for (int l = layers - 1; l >= 0; --l) {
-    block_backward(s, l, grads, params, l == 0 ? s.input : s.layers[l - 1].residual3);
+    const float* x = l == 0 ? s.input : s.layers[l - 1].residual3;
+    // Full recompute: the layer's activations are rebuilt from its kept input (its tensor-
+    // parallel sums included; every rank of the group recomputes alike).
+    if (recompute_ == Recompute::Full) block_forward(s, l, params, x);
+    block_backward(s, l, grads, params, x);
     const auto [first, count] = layout_.block_tensors(l);
     ready(first, count);
   }
@@ -330,16 +354,19 @@ void GPT2::backward_stage(int slot, float* grads, const float* params, const int
 
 namespace sg {
 
+// The batch's device copies: token ids for the first stage, targets for the last (a middle
+// stage's batch is never filled).
 float GPT2::forward(int slot, const float* params, float*, const MicroBatch& batch,
                     const ForwardOptions& options) {
-  return forward_stage(slot, params, batch.data<int32_t>(0), batch.data<int32_t>(1),
+  return forward_stage(slot, params, layout_.first_stage() ? batch.device<int32_t>(0) : nullptr,
+                       layout_.last_stage() ? batch.device<int32_t>(1) : nullptr,
                        options.fused_dloss);
 }
 
 void GPT2::backward(int slot, float* grads, const float* params, const MicroBatch& batch,
                     float dloss, const OnReady& on_ready) {
-  backward_stage(slot, grads, params, batch.data<int32_t>(0), batch.data<int32_t>(1), dloss,
-                 on_ready);
+  backward_stage(slot, grads, params, layout_.first_stage() ? batch.device<int32_t>(0) : nullptr,
+                 layout_.last_stage() ? batch.device<int32_t>(1) : nullptr, dloss, on_ready);
 }
 
 }  // namespace sg

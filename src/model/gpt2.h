@@ -21,9 +21,11 @@ namespace sg {
 
 class GPT2 final : public StageModel {
  public:
-  // tp may be nullptr when the layout is not tensor-split.
+  // tp may be nullptr when the layout is not tensor-split. recompute: what the backward
+  // recomputes instead of keeping (model_family.h); the gradients are bitwise the same.
   GPT2(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T, int slots = 1,
-       TensorGroup* tp = nullptr, Backend& backend = cpu_backend());
+       TensorGroup* tp = nullptr, Backend& backend = cpu_backend(),
+       Recompute recompute = Recompute::None);
 
   int batch() const { return B_; }
   int seq_len() const { return T_; }
@@ -76,13 +78,17 @@ class GPT2 final : public StageModel {
   float* output_grad() override { return dresidual_; }
   const float* input_grad() const override { return dresidual_; }
 
-  const float* logits() const { return slots_[0].logits; }  // (B,T,Vp/T) of slot 0
-  const float* losses() const { return slots_[0].losses; }  // (B*T) of slot 0
+  // Backend memory, of slot 0.
+  const float* logits() const { return slots_[0].logits; }  // (B,T,Vp/T)
+  const float* losses() const { return slots_[0].losses; }  // (B*T)
 
- private:
+  // The activations of one layer and of one micro-batch in flight (pointers into the arena).
+  // Under recompute some pointers are shared by every layer and slot.
   struct LayerActs {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *attproj, *residual2;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *residual3;
+    float *ln1 = nullptr, *ln1_mean = nullptr, *ln1_rstd = nullptr, *qkv = nullptr,
+          *atty = nullptr, *att = nullptr, *attproj = nullptr, *residual2 = nullptr;
+    float *ln2 = nullptr, *ln2_mean = nullptr, *ln2_rstd = nullptr, *fch = nullptr,
+          *fch_gelu = nullptr, *fcproj = nullptr, *residual3 = nullptr;
   };
   struct Slot {
     float* input = nullptr;  // embedding output on the first stage, else the received stream
@@ -93,6 +99,18 @@ class GPT2 final : public StageModel {
     bool have_probs = false;
     float fused_dloss = 0.0f;  // != 0: logits already holds the logits' gradient
   };
+  struct Scratch {
+    float *dresidual = nullptr, *dln = nullptr, *dqkv = nullptr, *datty = nullptr,
+          *datt = nullptr, *dfch = nullptr, *dfch_gelu = nullptr;
+  };
+  // Places the activations of `slots` micro-batches and the gradient scratch from `base` on
+  // (null: only counts); returns the floats used. The one layout both the model and
+  // gpt2_activation_floats (`plan`) use.
+  static size_t lay_out(float* base, const GPT2Shape& shape, const ParameterLayout& layout, int B,
+                        int T, int slots, const AttentionStorage& att, Recompute recompute,
+                        std::vector<Slot>* slots_out, Scratch* scratch_out);
+
+ private:
   void tp_sum(float* data, size_t n);
   void zero(float* data, size_t n) { backend_.zero(data, n); }
   void block_forward(Slot& s, int l, const float* params, const float* x);
@@ -106,6 +124,7 @@ class GPT2 final : public StageModel {
   int B_, T_;
   TensorGroup* tp_;
   Backend& backend_;
+  Recompute recompute_;
   int tensors_;  // tensor-parallel degree
   size_t wte_ = 0, wpe_ = 0, lnfw_ = 0, lnfb_ = 0;  // offsets in the flat buffer
   size_t lnf_index_ = 0;                             // index of ln_f.weight in tensors()
@@ -114,6 +133,7 @@ class GPT2 final : public StageModel {
   // gradient scratch, reused by every layer and slot
   float *dresidual_ = nullptr, *dln_ = nullptr, *dqkv_ = nullptr, *datty_ = nullptr,
         *datt_ = nullptr, *dfch_ = nullptr, *dfch_gelu_ = nullptr;
+  std::vector<float> losses_host_;  // the per-position losses, summed on the host
 };
 
 }  // namespace sg

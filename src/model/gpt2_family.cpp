@@ -140,7 +140,7 @@ std::string GPT2Family::evaluation_summary(double loss, const std::vector<double
 std::unique_ptr<StageModel> GPT2Family::make_stage(const ParameterLayout& layout,
                                                    const StageContext& context) const {
   return std::make_unique<GPT2>(shape_, layout, context.micro_batch, seq_len_, context.slots,
-                                context.tensor_group, *context.backend);
+                                context.tensor_group, *context.backend, policy().recompute);
 }
 
 }  // namespace sg

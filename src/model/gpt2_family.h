@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/backend.h"
 #include "model/model_family.h"
 
 namespace sg {
@@ -53,9 +54,12 @@ void init_gpt2_parameters(float* params, const GPT2Shape& shape, const Parameter
                           float std, uint64_t seed);
 
 // Floats of activation memory of a (possibly sharded) model with `slots` micro-batches of shape
-// (B, T) in flight, including the gradient scratch.
+// (B, T) in flight, including the gradient scratch; att: what one layer's attention keeps and
+// uses as scratch on the backend (Backend::attention_storage for this shard's heads); recompute:
+// what the backward rebuilds instead of keeping.
 size_t gpt2_activation_floats(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T,
-                              int slots = 1);
+                              int slots, const AttentionStorage& att,
+                              Recompute recompute = Recompute::None);
 
 class GPT2Family final : public ModelFamily {
  public:
@@ -77,7 +81,11 @@ class GPT2Family final : public ModelFamily {
   }
   size_t activation_bytes(const ParameterLayout& layout, int micro_batch,
                           int slots) const override {
-    return sizeof(float) * gpt2_activation_floats(shape_, layout, micro_batch, seq_len_, slots);
+    const int heads = gpt2_split(shape_, layout.shard()).local_heads;
+    return sizeof(float) *
+           gpt2_activation_floats(shape_, layout, micro_batch, seq_len_, slots,
+                                  attention_storage_for(policy().backend, micro_batch, seq_len_, heads),
+                                  policy().recompute);
   }
   std::string evaluation_summary(double loss, const std::vector<double>& metrics) const override;
   std::unique_ptr<StageModel> make_stage(const ParameterLayout& layout,

@@ -72,6 +72,20 @@ class StageModel {
   }
 };
 
+// What a stage recomputes in its backward instead of keeping from the forward (train.recompute):
+// nothing; the attention core (selective: the softmax and its T x T probabilities); or each
+// block from its input (full: only the blocks' inputs are kept per micro-batch).
+enum class Recompute { None, Selective, Full };
+Recompute parse_recompute(const std::string& text);  // "none" | "selective" | "full"
+
+// How a family's stages keep activations: the backend they run on (its attention keeps
+// different state) and what they recompute. Set from the job (make_model_family); `plan` and
+// the run then size activations alike.
+struct ActivationPolicy {
+  std::string backend = "cpu";
+  Recompute recompute = Recompute::None;
+};
+
 // What a stage is built with at run time.
 struct StageContext {
   Backend* backend = nullptr;
@@ -125,6 +139,14 @@ class ModelFamily {
 
   virtual std::unique_ptr<StageModel> make_stage(const ParameterLayout& layout,
                                                  const StageContext& context) const = 0;
+
+  // Where the family's stages run and what they recompute (default: the CPU, nothing).
+  // SpecError when the family cannot recompute that way.
+  virtual void set_activation_policy(const ActivationPolicy& policy) { policy_ = policy; }
+  const ActivationPolicy& policy() const { return policy_; }
+
+ private:
+  ActivationPolicy policy_;
 };
 
 // The family of spec.model.arch, with the spec's model keys (model_registry.cpp).

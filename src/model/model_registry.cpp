@@ -8,7 +8,16 @@
 
 namespace sg {
 
-std::unique_ptr<ModelFamily> make_model_family(const JobSpec& spec) {
+Recompute parse_recompute(const std::string& text) {
+  if (text == "none") return Recompute::None;
+  if (text == "selective") return Recompute::Selective;
+  if (text == "full") return Recompute::Full;
+  throw SpecError("train.recompute must be none, selective or full, not '" + text + "'");
+}
+
+namespace {
+
+std::unique_ptr<ModelFamily> make_family(const JobSpec& spec) {
   const ModelSpec& m = spec.model;
   if (m.arch == "gpt2") {
     const GPT2Shape shape{m.n_layer, m.n_head, m.n_embd, m.context, m.vocab, spec.padded_vocab()};
@@ -27,6 +36,14 @@ std::unique_ptr<ModelFamily> make_model_family(const JobSpec& spec) {
   }
   throw SpecError(spec.source + ": model.arch '" + m.arch + "' is not a model this build knows; "
                   "use gpt2 or resnet");
+}
+
+}  // namespace
+
+std::unique_ptr<ModelFamily> make_model_family(const JobSpec& spec) {
+  auto family = make_family(spec);
+  family->set_activation_policy({spec.devices.backend, parse_recompute(spec.train.recompute)});
+  return family;
 }
 
 nlohmann::json current_shape_record(nlohmann::json record) {

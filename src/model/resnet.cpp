@@ -79,7 +79,10 @@ ResNetStagePlan plan_resnet_stage(const ResNetFamily& family, const ParameterLay
 }
 
 ResNet::ResNet(const ResNetFamily& family, const ParameterLayout& layout, int B)
-    : family_(family), layout_(layout), plan_(plan_resnet_stage(family, layout, B)) {}
+    : family_(family),
+      layout_(layout),
+      plan_(plan_resnet_stage(family, layout, B)),
+      recompute_(family.policy().recompute) {}
 
 ResNet::ResNet(const ResNetFamily& family, const ParameterLayout& layout,
                const StageContext& context)
@@ -109,6 +112,31 @@ size_t ResNet::lay_out(float* arena, int slots) {
     a.var = carve.take(static_cast<size_t>(u.conv.K));
     return a;
   };
+  // Full recompute: the blocks' units share one set of activations (each position as large as
+  // its largest use); a block keeps only its output, the next block's input.
+  std::vector<UnitActs> shared;
+  if (recompute_ == Recompute::Full) {
+    std::vector<size_t> floats, channels;
+    for (const auto& b : p.blocks) {
+      std::vector<const Unit*> units;
+      for (const Unit& u : b.units) units.push_back(&u);
+      if (b.downsample) units.push_back(&b.shortcut);
+      floats.resize(std::max(floats.size(), units.size()), 0);
+      channels.resize(floats.size(), 0);
+      for (size_t i = 0; i < units.size(); ++i) {
+        floats[i] = std::max(floats[i], numel(units[i]->conv));
+        channels[i] = std::max(channels[i], static_cast<size_t>(units[i]->conv.K));
+      }
+    }
+    for (size_t i = 0; i < floats.size(); ++i) {
+      UnitActs a;
+      a.conv = carve.take(floats[i]);
+      a.out = carve.take(floats[i]);
+      a.mean = carve.take(channels[i]);
+      a.var = carve.take(channels[i]);
+      shared.push_back(a);
+    }
+  }
   std::vector<Slot> slots_out(static_cast<size_t>(slots));
   for (Slot& s : slots_out) {
     s.input = carve.take(p.input_floats);
@@ -119,8 +147,13 @@ size_t ResNet::lay_out(float* arena, int slots) {
     }
     for (const auto& b : p.blocks) {
       std::vector<UnitActs> acts;
-      for (const Unit& u : b.units) acts.push_back(unit(u));
-      if (b.downsample) acts.push_back(unit(b.shortcut));
+      if (recompute_ == Recompute::Full) {
+        acts.assign(shared.begin(), shared.begin() + static_cast<long>(b.units.size() + (b.downsample ? 1 : 0)));
+        acts[b.units.size() - 1].out = carve.take(numel(b.units.back().conv));
+      } else {
+        for (const Unit& u : b.units) acts.push_back(unit(u));
+        if (b.downsample) acts.push_back(unit(b.shortcut));
+      }
       s.blocks.push_back(std::move(acts));
     }
     if (p.last) {
@@ -140,12 +173,14 @@ size_t ResNet::lay_out(float* arena, int slots) {
     if (b.downsample) widest = std::max(widest, static_cast<size_t>(b.shortcut.conv.K));
   }
   auto* sums = reinterpret_cast<double*>(carve.take(4 * widest));  // 2C doubles
+  auto* correct = reinterpret_cast<int64_t*>(carve.take(4));       // top-1, top-5 counts
   if (arena != nullptr) {
     slots_ = std::move(slots_out);
     grad_a_ = scratch[0], grad_b_ = scratch[1], grad_c_ = scratch[2], grad_d_ = scratch[3];
     grad_e_ = scratch[4];
     dfeatures_ = dfeatures;
     bn_sums_ = sums;
+    correct_ = correct;
     output_grad_ = grad_a_;
   }
   return carve.used;
@@ -157,15 +192,18 @@ const float* ResNet::stage_output(int slot) const {
 }
 
 void ResNet::reduce_over_replicas(double* sums, size_t n) {
-  Communicator& group = *replica_group_;
+  Communicator& group = *replica_group_;  // over host memory: the sums are a few doubles
   // Rank order, whatever the transport's: synchronised statistics are deterministic.
+  local_sums_.resize(n);
+  backend_->copy_to_host(local_sums_.data(), sums, n * sizeof(double));
   gathered_sums_.resize(n * static_cast<size_t>(group.size()));
-  group.all_gather(gathered_sums_.data(), sums, n);
+  group.all_gather(gathered_sums_.data(), local_sums_.data(), n);
   for (size_t i = 0; i < n; ++i) {
     double total = 0;
     for (int r = 0; r < group.size(); ++r) total += gathered_sums_[static_cast<size_t>(r) * n + i];
-    sums[i] = total;
+    local_sums_[i] = total;
   }
+  backend_->copy_from_host(sums, local_sums_.data(), n * sizeof(double));
 }
 
 void ResNet::batchnorm_train(const Unit& u, UnitActs& a, const float* params) {
@@ -233,6 +271,26 @@ void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, const fl
   be.conv2d_backward(dx, grads + u.weight, dconv, x, params + u.weight, u.conv);
 }
 
+void ResNet::block_forward(const ResNetStageBlock& block, std::vector<UnitActs>& acts,
+                           const float* x, const float* params, float* buffers,
+                           const ForwardOptions& options) {
+  Backend& be = *backend_;
+  const float* h = x;
+  for (size_t i = 0; i < block.units.size(); ++i) {
+    unit_forward(block.units[i], acts[i], h, params, buffers, options);
+    h = acts[i].out;
+  }
+  const float* identity = x;
+  if (block.downsample) {
+    unit_forward(block.shortcut, acts.back(), x, params, buffers, options);
+    identity = acts.back().out;
+  }
+  UnitActs& last = acts[block.units.size() - 1];
+  const long n = block.units.back().rows() * block.units.back().conv.K;
+  be.add_inplace(last.out, identity, n);
+  be.relu_forward(last.out, last.out, n);
+}
+
 float ResNet::forward(int slot, const float* params, float* buffers, const MicroBatch& batch,
                       const ForwardOptions& options) {
   Backend& be = *backend_;
@@ -241,31 +299,14 @@ float ResNet::forward(int slot, const float* params, float* buffers, const Micro
   const float* x = s.input;
   if (p.first) {
     const int S = p.image_size;
-    // The images arrive NCHW on the host; the backward scratch serves as the staging buffer.
-    be.copy_from_host(grad_e_, batch.data<float>(0), p.input_floats * sizeof(float));
-    be.nchw_to_nhwc(s.input, grad_e_, p.B, 3, S * S);
+    be.nchw_to_nhwc(s.input, batch.device<float>(0), p.B, 3, S * S);  // the images are NCHW
     unit_forward(p.stem, s.stem, s.input, params, buffers, options);
     be.maxpool_forward(s.pooled, s.argmax, s.stem.out, p.pool);
     x = s.pooled;
   }
   for (size_t b = 0; b < p.blocks.size(); ++b) {
-    const ResNetStageBlock& block = p.blocks[b];
-    std::vector<UnitActs>& acts = s.blocks[b];
-    const float* h = x;
-    for (size_t i = 0; i < block.units.size(); ++i) {
-      unit_forward(block.units[i], acts[i], h, params, buffers, options);
-      h = acts[i].out;
-    }
-    const float* identity = x;
-    if (block.downsample) {
-      unit_forward(block.shortcut, acts.back(), x, params, buffers, options);
-      identity = acts.back().out;
-    }
-    UnitActs& last = acts[block.units.size() - 1];
-    const long n = block.units.back().rows() * block.units.back().conv.K;
-    be.add_inplace(last.out, identity, n);
-    be.relu_forward(last.out, last.out, n);
-    x = last.out;
+    block_forward(p.blocks[b], s.blocks[b], x, params, buffers, options);
+    x = s.blocks[b][p.blocks[b].units.size() - 1].out;
   }
   s.trained = options.training;
   s.fused_dloss = options.fused_dloss;
@@ -273,7 +314,7 @@ float ResNet::forward(int slot, const float* params, float* buffers, const Micro
   be.global_avgpool_forward(s.features, x, p.B, p.final_hw, p.features);
   be.matmul_forward(s.logits, s.features, params + p.fc_weight, params + p.fc_bias, p.B,
                     p.features, p.classes);
-  const int32_t* labels = batch.data<int32_t>(1);
+  const int32_t* labels = batch.device<int32_t>(1);
   const float smoothing = family_.shape().label_smoothing;
   // Training fuses the logits' gradient into this pass (in place of the logits).
   be.classifier_loss_forward_backward(s.losses, options.fused_dloss != 0.0f ? s.logits : nullptr,
@@ -287,11 +328,12 @@ float ResNet::forward(int slot, const float* params, float* buffers, const Micro
 }
 
 void ResNet::add_metrics(int slot, const MicroBatch& batch, double* sums) {
-  int64_t top1 = 0, top5 = 0;
-  backend_->classifier_correct(&top1, &top5, slots_[static_cast<size_t>(slot)].logits,
-                               batch.data<int32_t>(1), plan_.B, plan_.classes);
-  sums[0] += static_cast<double>(top1);
-  sums[1] += static_cast<double>(top5);
+  backend_->classifier_correct(correct_, correct_ + 1, slots_[static_cast<size_t>(slot)].logits,
+                               batch.device<int32_t>(1), plan_.B, plan_.classes);
+  int64_t counts[2] = {0, 0};
+  backend_->copy_to_host(counts, correct_, sizeof(counts));
+  sums[0] += static_cast<double>(counts[0]);
+  sums[1] += static_cast<double>(counts[1]);
 }
 
 void ResNet::backward(int slot, float* grads, const float* params, const MicroBatch& batch,
@@ -325,6 +367,13 @@ void ResNet::backward(int slot, float* grads, const float* params, const MicroBa
     const std::vector<UnitActs>& acts = s.blocks[bi];
     const float* x = bi > 0 ? s.blocks[bi - 1][p.blocks[bi - 1].units.size() - 1].out
                             : (p.first ? s.pooled : s.input);
+    // Full recompute: rebuild the block from its input, statistics included (the running ones
+    // were updated by the forward; the output it rewrites is bitwise what the forward wrote).
+    if (recompute_ == Recompute::Full) {
+      ForwardOptions again;
+      again.training = true;
+      block_forward(block, s.blocks[bi], x, params, nullptr, again);
+    }
     const size_t n_units = block.units.size();
     const long n_out = block.units.back().rows() * block.units.back().conv.K;
     const long n_in = static_cast<long>(block.units.front().conv.in_size());

@@ -90,6 +90,9 @@ class ResNet final : public StageModel {
   size_t lay_out(float* arena, int slots);
   void unit_forward(const Unit& u, UnitActs& a, const float* x, const float* params,
                     float* buffers, const ForwardOptions& options);
+  // A residual block from its input x; its output is the last unit's `out`.
+  void block_forward(const ResNetStageBlock& block, std::vector<UnitActs>& acts, const float* x,
+                     const float* params, float* buffers, const ForwardOptions& options);
   // dy: the gradient of the unit's output (modified: the ReLU's mask is applied in place);
   // dx (may be null): the gradient of its input, written with =.
   void unit_backward(const Unit& u, const UnitActs& a, float* dy, const float* x, float* dx,
@@ -107,14 +110,16 @@ class ResNet final : public StageModel {
   Backend* backend_ = nullptr;
   Communicator* replica_group_ = nullptr;
   ResNetStagePlan plan_;
+  Recompute recompute_ = Recompute::None;
   bool sync_bn_ = false;
   Buffer arena_;
   std::vector<Slot> slots_;
   float *grad_a_ = nullptr, *grad_b_ = nullptr, *grad_c_ = nullptr, *grad_d_ = nullptr,
         *grad_e_ = nullptr, *dfeatures_ = nullptr;
   double* bn_sums_ = nullptr;
+  int64_t* correct_ = nullptr;  // backend memory: classifier_correct's two counts
   float *output_grad_ = nullptr, *input_grad_ = nullptr;
-  std::vector<double> gathered_sums_;
+  std::vector<double> local_sums_, gathered_sums_;  // host
 };
 
 }  // namespace sg

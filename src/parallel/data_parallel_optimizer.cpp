@@ -25,10 +25,12 @@ size_t shard_begin(int zero, size_t shard_size, int rank) {
 
 DataParallelOptimizer::DataParallelOptimizer(const ParameterLayout& layout, const OptimSpec& spec,
                                              int zero, Communicator& group,
-                                             Communicator* model_group, Backend& backend)
+                                             Communicator* model_group, Backend& backend,
+                                             Communicator* host_group)
     : layout_(layout),
       zero_(zero),
       group_(group),
+      host_group_(host_group != nullptr ? *host_group : group),
       model_group_(model_group),
       backend_(backend),
       norm_ranges_(owned_ranges(layout)),
@@ -53,7 +55,20 @@ double DataParallelOptimizer::over_model(double sum_squares) {
   return model_group_ != nullptr ? ordered_sum(sum_squares, *model_group_) : sum_squares;
 }
 
-float DataParallelOptimizer::step(float* params, float* grads, double lr, int step) {
+bool DataParallelOptimizer::update(float* params, float* grads, double norm, float grad_scale,
+                                   double lr, int step) {
+  if (!std::isfinite(norm)) return false;  // every process has the same norm: all skip
+  if (grad_scale != 1.0f) {
+    const size_t begin = optimizer_->begin();
+    backend_.scale(grads + begin, 1.0f / grad_scale, static_cast<long>(optimizer_->end() - begin));
+  }
+  optimizer_->update_range(params, grads, norm, lr, step);
+  if (zero_ > 0 && group_.size() > 1) group_.all_gather_in_place(params, shard_size_);
+  return true;
+}
+
+float DataParallelOptimizer::step(float* params, float* grads, double lr, int step,
+                                  float grad_scale, bool* applied) {
   const size_t begin = shard_begin(zero_, shard_size_, group_.rank());
   if (zero_ == 2 && group_.size() > 1) {
     float* scratch = shard_scratch_.as<float>();
@@ -64,17 +79,18 @@ float DataParallelOptimizer::step(float* params, float* grads, double lr, int st
   }
   // Global norm: this process's range, then the sum over the group's ranges.
   double sum_squares = sum_of_squares(grads, optimizer_->begin(), optimizer_->end());
-  if (zero_ > 0) group_.all_reduce_sum(&sum_squares, 1);
-  const double norm = std::sqrt(over_model(sum_squares));
-  optimizer_->update_range(params, grads, norm, lr, step);
-  if (zero_ > 0 && group_.size() > 1) group_.all_gather_in_place(params, shard_size_);
+  if (zero_ > 0) host_group_.all_reduce_sum(&sum_squares, 1);
+  const double norm = std::sqrt(over_model(sum_squares)) / grad_scale;
+  const bool done = update(params, grads, norm, grad_scale, lr, step);
+  if (applied != nullptr) *applied = done;
   return static_cast<float>(norm);
 }
 
-float DataParallelOptimizer::step_reduced(float* params, float* grads, double lr, int step) {
-  const double norm = std::sqrt(over_model(sum_of_squares(grads, 0, layout_.total())));
-  optimizer_->update_range(params, grads, norm, lr, step);
-  if (zero_ > 0 && group_.size() > 1) group_.all_gather_in_place(params, shard_size_);
+float DataParallelOptimizer::step_reduced(float* params, float* grads, double lr, int step,
+                                          float grad_scale, bool* applied) {
+  const double norm = std::sqrt(over_model(sum_of_squares(grads, 0, layout_.total()))) / grad_scale;
+  const bool done = update(params, grads, norm, grad_scale, lr, step);
+  if (applied != nullptr) *applied = done;
   return static_cast<float>(norm);
 }
 
@@ -86,12 +102,13 @@ std::vector<std::vector<float>> DataParallelOptimizer::gather_state() {
   for (size_t i = 0; i < optimizer_->state_names().size(); ++i) {
     const float* state = optimizer_->state(i);
     if (zero_ == 0) {
-      out.emplace_back(state, state + total);
+      out.emplace_back(total);
+      backend_.copy_to_host(out.back().data(), state, total * sizeof(float));
       continue;
     }
     std::fill(buffer.begin(), buffer.end(), 0.0f);
-    std::copy_n(state, owned, buffer.data() + begin);
-    group_.all_gather_in_place(buffer.data(), shard_size_);
+    backend_.copy_to_host(buffer.data() + begin, state, owned * sizeof(float));
+    host_group_.all_gather_in_place(buffer.data(), shard_size_);
     out.emplace_back(buffer.begin(), buffer.begin() + static_cast<long>(total));
   }
   return out;
@@ -105,7 +122,7 @@ void DataParallelOptimizer::load_state(const std::vector<const float*>& whole) {
   }
   const size_t begin = optimizer_->begin(), owned = optimizer_->end() - optimizer_->begin();
   for (size_t i = 0; i < whole.size(); ++i) {
-    std::copy_n(whole[i] + begin, owned, optimizer_->state(i));
+    backend_.copy_from_host(optimizer_->state(i), whole[i] + begin, owned * sizeof(float));
   }
 }
 

@@ -25,9 +25,11 @@ namespace sg {
 
 class DataParallelOptimizer {
  public:
+  // group carries `backend`'s memory (gradients, parameters); host_group (default: group) is
+  // the same processes over host memory (norms, checkpointed state), as is model_group.
   DataParallelOptimizer(const ParameterLayout& layout, const OptimSpec& spec, int zero,
                         Communicator& group, Communicator* model_group = nullptr,
-                        Backend& backend = cpu_backend());
+                        Backend& backend = cpu_backend(), Communicator* host_group = nullptr);
 
   // Elements the parameter and gradient buffers must hold (>= layout.total()).
   size_t padded_size() const {
@@ -35,19 +37,25 @@ class DataParallelOptimizer {
   }
   size_t shard_size() const { return shard_size_; }
 
-  // grads: this process's sum over its replicas. Returns the global gradient norm before clipping.
-  float step(float* params, float* grads, double lr, int step);
+  // grads: this process's sum over its replicas, multiplied by grad_scale (fp16's loss scale, a
+  // power of two; 1 otherwise). Returns the global gradient norm before clipping, of the
+  // unscaled gradients. When that norm is not finite (the gradients overflowed) nothing is
+  // updated and *applied (when given) is false.
+  float step(float* params, float* grads, double lr, int step, float grad_scale = 1.0f,
+             bool* applied = nullptr);
 
   // Deterministic mode and overlapped reductions: grads already hold the group's total on every
   // process. The norm is taken over the whole buffer, so its bits do not depend on the shards.
-  // Returns the norm before clipping.
-  float step_reduced(float* params, float* grads, double lr, int step);
+  // Otherwise as step().
+  float step_reduced(float* params, float* grads, double lr, int step, float grad_scale = 1.0f,
+                     bool* applied = nullptr);
 
   const Optimizer& optimizer() const { return *optimizer_; }
-  // The optimizer's whole state tensors (layout.total() elements each, in state_names() order),
-  // gathered from the shards under ZeRO. Collective: every process of the group must call it.
+  // The optimizer's whole state tensors (layout.total() elements each, in state_names() order,
+  // host memory), gathered from the shards under ZeRO. Collective: every process of the group
+  // must call it.
   std::vector<std::vector<float>> gather_state();
-  // Takes this process's part of whole state tensors (layout.total() elements each).
+  // Takes this process's part of whole state tensors (layout.total() elements each, host).
   void load_state(const std::vector<const float*>& whole);
 
   // Bytes of optimizer state this process holds.
@@ -60,9 +68,13 @@ class DataParallelOptimizer {
   // Sum of squares of grads over the owned ranges within [begin, end), in a fixed order.
   double sum_of_squares(const float* grads, size_t begin, size_t end) const;
   double over_model(double sum_squares);
+  // Unscales and applies the update once the norm is known; false (nothing done) when the
+  // norm is not finite.
+  bool update(float* params, float* grads, double norm, float grad_scale, double lr, int step);
   const ParameterLayout& layout_;
   int zero_;
   Communicator& group_;
+  Communicator& host_group_;
   Communicator* model_group_;
   Backend& backend_;
   std::vector<std::pair<size_t, size_t>> norm_ranges_;

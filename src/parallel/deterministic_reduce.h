@@ -9,14 +9,15 @@
 #include <cstddef>
 #include <vector>
 
+#include "backend/backend.h"
 #include "comm/communicator.h"
 
 namespace sg {
 
-// Sums replica gradients in the canonical tree of their block.
+// Sums replica gradients in the canonical tree of their block, in `backend`'s memory.
 class ReplicaTreeSum {
  public:
-  explicit ReplicaTreeSum(size_t n) : n_(n) {}
+  explicit ReplicaTreeSum(size_t n, Backend& backend = cpu_backend()) : n_(n), backend_(backend) {}
   // Adds the next replica's gradient (n floats) of this process's block.
   void add(const float* replica_gradient);
   // The block's sum (n floats); valid after a power-of-two number of add() calls.
@@ -26,14 +27,17 @@ class ReplicaTreeSum {
  private:
   float* push_buffer();
   size_t n_;
-  std::vector<std::vector<float>> buffers_;  // reused across steps
+  Backend& backend_;
+  std::vector<Buffer> buffers_;  // reused across steps
   std::vector<int> levels_;                  // tree level of each stacked buffer
   size_t used_ = 0;
 };
 
 // Combines the block sums of the group's processes up the tree and leaves the total in `data`
-// on every process. `scratch` is resized to n floats.
-void tree_all_reduce(float* data, size_t n, Communicator& group, std::vector<float>& scratch);
+// on every process. data, scratch and the group's transport are `backend`'s memory; scratch is
+// grown to n floats.
+void tree_all_reduce(float* data, size_t n, Communicator& group, Buffer& scratch,
+                     Backend& backend);
 
 bool is_power_of_two(long x);
 

@@ -32,7 +32,7 @@ bool has_tied_tensors(const ParameterLayout& layout) {
 }
 
 void add_tied_grads(const ParameterLayout& layout, float* grads, Communicator& pipe,
-                    std::vector<float>& scratch) {
+                    Buffer& scratch, Backend& backend) {
   const int last = pipe.size() - 1;
   if (last == 0 || (!layout.first_stage() && !layout.last_stage())) return;
   for (const ParamTensor* t : tied_tensors(layout)) {
@@ -41,10 +41,9 @@ void add_tied_grads(const ParameterLayout& layout, float* grads, Communicator& p
       pipe.send(g, t->numel * sizeof(float), 0, kTiedTag);
       continue;
     }
-    scratch.resize(t->numel);
+    if (scratch.bytes() < t->numel * sizeof(float)) scratch = Buffer(backend, t->numel * sizeof(float));
     pipe.recv(scratch.data(), t->numel * sizeof(float), last, kTiedTag);
-#pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < t->numel; ++i) g[i] += scratch[i];
+    backend.add_inplace(g, scratch.as<float>(), static_cast<long>(t->numel));
   }
 }
 
@@ -67,9 +66,11 @@ int pipeline_slots(const std::string& schedule, int stage, int stages, int micro
 }
 
 PipelineRunner::PipelineRunner(StageModel& model, std::vector<BatchField> fields,
-                               Communicator& pipe, std::string schedule, int micro_batches)
+                               Communicator& pipe, std::string schedule, int micro_batches,
+                               Backend& backend)
     : model_(model),
       pipe_(pipe),
+      backend_(backend),
       schedule_(std::move(schedule)),
       micro_batches_(micro_batches),
       stage_(pipe.rank()),
@@ -83,24 +84,27 @@ PipelineRunner::PipelineRunner(StageModel& model, std::vector<BatchField> fields
   for (int s = 0; s < slots_; ++s) batches_.emplace_back(fields);
 }
 
-float* PipelineRunner::send_buffer(std::vector<std::vector<float>>& buffers, int m,
-                                   size_t floats) {
+float* PipelineRunner::send_buffer(std::vector<Buffer>& buffers, int m, size_t floats) {
   if (buffers.size() <= static_cast<size_t>(m)) buffers.resize(static_cast<size_t>(m) + 1);
-  buffers[static_cast<size_t>(m)].resize(floats);
-  return buffers[static_cast<size_t>(m)].data();
+  Buffer& b = buffers[static_cast<size_t>(m)];
+  if (b.bytes() < floats * sizeof(float)) b = Buffer(backend_, std::max<size_t>(1, floats) * sizeof(float));
+  return b.as<float>();
 }
 
 double PipelineRunner::forward(int m, int slot, const float* params, float* buffers,
                                const ForwardOptions& options, const FillBatch& fill) {
   MicroBatch& batch = batches_[static_cast<size_t>(slot)];
-  if (consumes_batches()) fill(m, batch);
+  if (consumes_batches()) {
+    fill(m, batch);
+    batch.upload(backend_);
+  }
   if (stage_ > 0) {
     pipe_.recv(model_.stage_input(slot), input_floats_ * sizeof(float), stage_ - 1, kForwardTag);
   }
   const double loss = model_.forward(slot, params, buffers, batch, options);
   if (stage_ < stages_ - 1) {
     float* out = send_buffer(forward_sends_, m, output_floats_);
-    std::memcpy(out, model_.stage_output(slot), output_floats_ * sizeof(float));
+    backend_.copy(out, model_.stage_output(slot), output_floats_ * sizeof(float));
     sends_.push_back(pipe_.start_send(out, output_floats_ * sizeof(float), stage_ + 1, kForwardTag));
   }
   return loss;
@@ -114,7 +118,7 @@ void PipelineRunner::backward(int m, int slot, const float* params, float* grads
   model_.backward(slot, grads, params, batches_[static_cast<size_t>(slot)], dloss, on_ready);
   if (stage_ > 0) {
     float* out = send_buffer(backward_sends_, m, input_floats_);
-    std::memcpy(out, model_.input_grad(), input_floats_ * sizeof(float));
+    backend_.copy(out, model_.input_grad(), input_floats_ * sizeof(float));
     sends_.push_back(pipe_.start_send(out, input_floats_ * sizeof(float), stage_ - 1, kBackwardTag));
   }
 }

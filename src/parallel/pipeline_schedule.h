@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "comm/communicator.h"
 #include "model/model_family.h"
 
@@ -28,8 +29,9 @@ int pipeline_slots(const std::string& schedule, int stage, int stages, int micro
 // stage's (add_tied_grads); after it, the first stage's updated values replace the copy
 // (copy_tied_params), so the copies are equal by construction whatever order the data-parallel
 // reductions of the two stages summed in. Other stages do nothing.
+// Pointers, scratch and pipe's transport are `backend`'s memory.
 void add_tied_grads(const ParameterLayout& layout, float* grads, Communicator& pipe,
-                    std::vector<float>& scratch);
+                    Buffer& scratch, Backend& backend);
 void copy_tied_params(const ParameterLayout& layout, float* params, Communicator& pipe);
 bool has_tied_tensors(const ParameterLayout& layout);
 
@@ -44,10 +46,11 @@ class PipelineRunner {
   // Fills micro-batch m of the replica into `batch`.
   using FillBatch = std::function<void(int m, MicroBatch& batch)>;
 
-  // pipe: this process's pipeline group (rank = stage). The model must have been built with
-  // pipeline_slots(schedule, ...) slots; `fields` are its family's batch fields.
+  // pipe: this process's pipeline group (rank = stage) over `backend`'s memory, which the
+  // model runs on. The model must have been built with pipeline_slots(schedule, ...) slots;
+  // `fields` are its family's batch fields, uploaded to the backend once filled.
   PipelineRunner(StageModel& model, std::vector<BatchField> fields, Communicator& pipe,
-                 std::string schedule, int micro_batches);
+                 std::string schedule, int micro_batches, Backend& backend = cpu_backend());
 
   // Forward and backward of the replica's micro-batches, adding to grads. Returns the sum of
   // the micro-batch mean losses on the last stage, 0 on the others. update_buffers: the running
@@ -69,15 +72,16 @@ class PipelineRunner {
                  const ForwardOptions& options, const FillBatch& fill);
   void backward(int m, int slot, const float* params, float* grads, float dloss,
                 const OnReady& on_ready);
-  float* send_buffer(std::vector<std::vector<float>>& buffers, int m, size_t floats);
+  float* send_buffer(std::vector<Buffer>& buffers, int m, size_t floats);
 
   StageModel& model_;
   Communicator& pipe_;
+  Backend& backend_;
   std::string schedule_;
   int micro_batches_, stage_, stages_, slots_;
   size_t input_floats_, output_floats_;
   std::vector<MicroBatch> batches_;  // per slot
-  std::vector<std::vector<float>> forward_sends_, backward_sends_;  // per micro-batch
+  std::vector<Buffer> forward_sends_, backward_sends_;  // per micro-batch, device memory
   std::vector<CommHandle> sends_;
 };
 

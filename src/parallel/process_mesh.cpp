@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "comm/nccl_factory.h"
+#include "comm/staged_communicator.h"
+
 namespace sg {
 
 ProcessMesh make_process_mesh(const JobSpec& spec, Communicator& world) {
@@ -20,6 +23,18 @@ ProcessMesh make_process_mesh(const JobSpec& spec, Communicator& world) {
   m.tensor_group = world.split(m.data * m.stages + m.stage, m.tensor);
   m.pipeline_group = world.split(m.data * m.tensors + m.tensor, m.stage);
   return m;
+}
+
+void attach_device_groups(ProcessMesh& mesh, Backend& backend, DeviceTransport transport) {
+  if (backend.device().is_cpu()) return;
+  if (transport == DeviceTransport::Native) {
+    mesh.data_device_ = make_device_communicator(*mesh.data_group, backend);
+    mesh.tensor_device_ = make_device_communicator(*mesh.tensor_group, backend);
+  } else {
+    mesh.data_device_ = std::make_unique<StagedCommunicator>(*mesh.data_group, backend);
+    mesh.tensor_device_ = std::make_unique<StagedCommunicator>(*mesh.tensor_group, backend);
+  }
+  mesh.pipeline_device_ = std::make_unique<StagedCommunicator>(*mesh.pipeline_group, backend);
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/backend.h"
 #include "comm/communicator.h"
 #include "config/job_spec.h"
 #include "model/parameter_layout.h"
@@ -20,6 +21,16 @@ struct ProcessMesh {
   std::unique_ptr<Communicator> tensor_group;    // same data index and stage
   std::unique_ptr<Communicator> pipeline_group;  // same data index and tensor rank; rank = stage
 
+  // The data, tensor and pipeline groups over the backend's memory, for the buffers the ops
+  // read and write (gradients, parameters, activations); the groups above carry host memory
+  // (losses, norms, checkpoints). On the host backend they are the same communicators.
+  Communicator& data_device() const { return data_device_ ? *data_device_ : *data_group; }
+  Communicator& tensor_device() const { return tensor_device_ ? *tensor_device_ : *tensor_group; }
+  Communicator& pipeline_device() const {
+    return pipeline_device_ ? *pipeline_device_ : *pipeline_group;
+  }
+  std::unique_ptr<Communicator> data_device_, tensor_device_, pipeline_device_;
+
   ModelShard shard() const { return {tensor, tensors, stage, stages}; }
   // The one shard of a replica that holds the loss (all tensor ranks of the last stage compute
   // it; rank 0 reports it).
@@ -28,6 +39,14 @@ struct ProcessMesh {
 
 // Collective over world.
 ProcessMesh make_process_mesh(const JobSpec& spec, Communicator& world);
+
+// How device memory crosses processes: Staged through host memory and the MPI groups (shared
+// GPUs, test backends), or Native (NCCL for the data and tensor groups; pipeline stages stay
+// staged, whose non-blocking sends keep two stages from waiting on each other).
+enum class DeviceTransport { Staged, Native };
+// Gives the mesh its device groups for `backend` (nothing to do on the host backend).
+// Collective over the world.
+void attach_device_groups(ProcessMesh& mesh, Backend& backend, DeviceTransport transport);
 
 // The whole model (unsharded layout) from the shards of one replica, for rank 0 of model_group
 // (the others leave `whole` empty): collective over model_group, one tensor at a time, so only

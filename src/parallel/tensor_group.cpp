@@ -9,13 +9,13 @@ void TensorGroup::all_reduce_sum(float* data, size_t n) {
     comm_.all_reduce_sum(data, n);
     return;
   }
-  gathered_.resize(n * static_cast<size_t>(size));
-  comm_.all_gather(gathered_.data(), data, n);
-#pragma omp parallel for simd schedule(static)
-  for (size_t i = 0; i < n; ++i) {
-    float sum = gathered_[i];
-    for (int r = 1; r < size; ++r) sum += gathered_[static_cast<size_t>(r) * n + i];
-    data[i] = sum;
+  const size_t bytes = n * static_cast<size_t>(size) * sizeof(float);
+  if (gathered_.bytes() < bytes) gathered_ = Buffer(backend_, bytes);
+  float* all = gathered_.as<float>();
+  comm_.all_gather(all, data, n);
+  backend_.copy(data, all, n * sizeof(float));
+  for (int r = 1; r < size; ++r) {
+    backend_.add_inplace(data, all + static_cast<size_t>(r) * n, static_cast<long>(n));
   }
 }
 

@@ -6,13 +6,16 @@
 #include <cstddef>
 #include <vector>
 
+#include "backend/backend.h"
 #include "comm/communicator.h"
 
 namespace sg {
 
 class TensorGroup {
  public:
-  TensorGroup(Communicator& comm, bool deterministic) : comm_(comm), deterministic_(deterministic) {}
+  // comm carries `backend`'s memory (ProcessMesh::tensor_device()).
+  TensorGroup(Communicator& comm, bool deterministic, Backend& backend = cpu_backend())
+      : comm_(comm), deterministic_(deterministic), backend_(backend) {}
   int size() const { return comm_.size(); }
   int rank() const { return comm_.rank(); }
   void all_reduce_sum(float* data, size_t n);
@@ -21,7 +24,8 @@ class TensorGroup {
  private:
   Communicator& comm_;
   bool deterministic_;
-  std::vector<float> gathered_;
+  Backend& backend_;
+  Buffer gathered_;
 };
 
 // Sum of one double over a group, in rank order (bitwise the same whatever the transport).

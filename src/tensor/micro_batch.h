@@ -1,12 +1,14 @@
 #pragma once
 // The batch a model consumes, one micro-batch at a time: named host arrays whose dtypes and
 // shapes the model family declares (token ids and targets; images and labels). Data sources
-// fill them, stage models read them; neither knows the other.
+// fill them, stage models read them; neither knows the other. upload() copies the fields to a
+// backend's memory once filled: the ops read those copies (device()), host code the originals.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "tensor/buffer.h"
 #include "tensor/tensor.h"
 
 namespace sg {
@@ -33,6 +35,15 @@ class MicroBatch {
   size_t per_sample(size_t i) const {
     return static_cast<size_t>(element_count(fields_[i].shape) / fields_[i].shape[0]);
   }
+  // Copies every field into `backend`'s memory (allocated on first use), where device() finds it.
+  void upload(Backend& backend);
+  // Field i in the memory of the backend of the last upload(); RunError before any upload.
+  template <class T>
+  const T* device(size_t i) const {
+    check<T>(i);
+    if (i >= device_.size()) throw RunError("micro-batch read on the device before upload()");
+    return device_[i].as<const T>();
+  }
   // Field i as T*; RunError when T is not its dtype.
   template <class T>
   T* data(size_t i) {
@@ -57,6 +68,7 @@ class MicroBatch {
   }
   std::vector<BatchField> fields_;
   std::vector<std::vector<uint64_t>> storage_;
+  std::vector<Buffer> device_;  // per field, after upload()
 };
 
 }  // namespace sg

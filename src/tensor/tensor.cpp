@@ -1,8 +1,10 @@
 #include "tensor/tensor.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "backend/backend.h"
+#include "tensor/micro_batch.h"
 
 namespace sg {
 
@@ -68,6 +70,22 @@ TensorView view_of(const Buffer& buffer, DType dtype, std::vector<int64_t> shape
                    std::to_string(buffer.bytes()) + " bytes");
   }
   return v;
+}
+
+}  // namespace sg
+
+namespace sg {
+
+void MicroBatch::upload(Backend& backend) {
+  if (device_.size() != fields_.size() ||
+      (!device_.empty() && device_[0].backend() != &backend)) {
+    device_.clear();
+    for (const auto& s : storage_) device_.emplace_back(backend, std::max<size_t>(8, s.size() * 8));
+  }
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    const size_t bytes = static_cast<size_t>(element_count(fields_[i].shape)) * dtype_size(fields_[i].dtype);
+    backend.copy_from_host(device_[i].data(), storage_[i].data(), bytes);
+  }
 }
 
 }  // namespace sg

@@ -40,7 +40,7 @@ class GradientReduction {
   bool deterministic_, bucketed_;
   ReplicaTreeSum tree_sum_;
   Buffer replica_grads_;
-  std::vector<float> tree_scratch_;
+  Buffer tree_scratch_;
   std::vector<double> replica_losses_;
   std::vector<CommHandle> buckets_;
   double loss_sum_ = 0;

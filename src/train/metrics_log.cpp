@@ -54,12 +54,17 @@ MetricsLog::~MetricsLog() {
 }
 
 void MetricsLog::log_step(const StepMetrics& m, bool print) {
+  const std::string scaling =
+      m.loss_scale > 0 ? fmt::format(", \"loss_scale\": {}, \"skipped\": {}",
+                                     json_number(static_cast<double>(m.loss_scale)),
+                                     m.skipped ? "true" : "false")
+                       : std::string();
   fmt::print(file_,
              "{{\"step\": {}, \"loss\": {}, \"lr\": {}, \"grad_norm\": {}, \"step_ms\": {}, "
-             "\"{}_per_s\": {}, \"mfu\": {}, \"peak_mem_bytes\": {}}}\n",
+             "\"{}_per_s\": {}, \"mfu\": {}, \"peak_mem_bytes\": {}{}}}\n",
              m.step, json_number(m.loss), json_number(m.lr), json_number(m.grad_norm),
              json_number(m.step_ms), unit_, json_number(m.throughput), json_number(m.mfu),
-             m.peak_mem_bytes);
+             m.peak_mem_bytes, scaling);
   std::fflush(file_);
   if (print) {
     const std::string per = unit_ == "tokens" ? "tok" : unit_ == "images" ? "img" : unit_;
@@ -68,6 +73,11 @@ void MetricsLog::log_step(const StepMetrics& m, bool print) {
                m.step, std::to_string(total_steps_).size(), total_steps_, m.loss, m.lr,
                m.grad_norm, m.step_ms, m.throughput, m.throughput < 100 ? 1 : 0, per,
                100.0 * m.mfu, m.peak_mem_bytes / 1048576.0);
+    if (m.skipped) {
+      fmt::print("step {}: fp16 gradients overflowed at loss scale {}; update skipped, scale "
+                 "halved\n",
+                 m.step, static_cast<double>(m.loss_scale));
+    }
     std::fflush(stdout);
   }
 }

@@ -16,6 +16,8 @@ struct StepMetrics {
   float loss = 0, lr = 0, grad_norm = 0;
   double step_ms = 0, throughput = 0, mfu = 0;  // throughput: the family's units per second
   int64_t peak_mem_bytes = 0;
+  float loss_scale = 0;  // fp16's loss scale for the step (written when > 0)
+  bool skipped = false;  // fp16: the update was skipped (gradients overflowed)
 };
 
 class MetricsLog {

@@ -69,6 +69,10 @@ std::string save_training_checkpoint(const std::string& checkpoints_dir, const J
   j["step"] = state.step;
   j["train_sequences"] = state.train_samples;
   j["seed"] = state.seed;
+  if (state.loss_scale > 0) {
+    j["loss_scale"] = state.loss_scale;
+    j["loss_scale_clean_steps"] = state.loss_scale_clean_steps;
+  }
   j["sampler"] = "feistel-windows-v1";
   j["optimizer"] = whole.optimizer;
   j["model"] = family.shape_record();
@@ -117,6 +121,8 @@ TrainerState load_training_checkpoint(const LoadedCheckpoint& ck, const ModelFam
     state.step = ck.state.at("step").get<int64_t>();
     state.train_samples = ck.state.at("train_sequences").get<uint64_t>();
     state.seed = ck.state.at("seed").get<uint64_t>();
+    state.loss_scale = ck.state.value("loss_scale", 0.0f);
+    state.loss_scale_clean_steps = ck.state.value("loss_scale_clean_steps", int64_t{0});
   } catch (const nlohmann::json::exception& e) {
     throw RunError(path + "/manifest.json: trainer state is incomplete (" + e.what() +
                    "); resume from another checkpoint");

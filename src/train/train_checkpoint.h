@@ -22,6 +22,9 @@ struct TrainerState {
   int64_t step = 0;             // optimizer steps done
   uint64_t train_samples = 0;   // samples the training source has handed out (data position)
   uint64_t seed = 0;            // sampler seed; the sampler has no other state
+  // fp16's dynamic loss scale (0: not scaling) and the clean steps since it last changed.
+  float loss_scale = 0;
+  int64_t loss_scale_clean_steps = 0;
 };
 
 // Whole tensors of the unsharded layout, as rank 0 assembled them.

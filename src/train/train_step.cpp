@@ -7,6 +7,7 @@
 
 #include "optim/lr_schedule.h"
 #include "train/gradient_reduction.h"
+#include "train/loss_scale.h"
 #include "train/training_run.h"
 #include "util/error.h"
 
@@ -28,7 +29,7 @@ bool injected_failure(int rank, int64_t step) {
 // them, then every replica of the stage takes its values.
 void share_buffers(TrainingRun& run) {
   const size_t n = run.layout->buffer_total();
-  Communicator& group = *run.mesh.data_group;
+  Communicator& group = run.mesh.data_device();
   if (n == 0 || group.size() == 1) return;
   group.broadcast(run.buffer_data(), n * sizeof(float), /*root=*/0);
 }
@@ -42,6 +43,10 @@ StepResult train_step(TrainingRun& run) {
   StepResult result;
   result.lr = learning_rate_at(spec.optim, static_cast<int>(step), static_cast<int>(run.total_steps));
   reduction->begin_step();
+  // fp16: the loss gradient carries the loss scale (loss_scale.h); the optimizer divides it out.
+  const bool scaled = spec.train.precision == "fp16";
+  const float loss_scale = scaled ? run.state.loss_scale : 1.0f;
+  const float dloss = run.dloss * loss_scale;
   // Virtual data-parallel replicas run one after another on the same weights; each sees the
   // samples the virtual mesh assigns it, whatever the physical layout. With synchronised batch
   // statistics they run together, as one batch.
@@ -63,7 +68,7 @@ StepResult train_step(TrainingRun& run) {
       for (int k = 0; k < together; ++k) run.data.train->fill_rows(batch, k * micro, micro, first_sample(r + k, a));
     };
     double loss = run.runner->train(run.param_data(), run.buffer_data(), reduction->replica_grads(r),
-                                    run.dloss, fill, /*update_buffers=*/r == 0,
+                                    dloss, fill, /*update_buffers=*/r == 0,
                                     reduction->on_ready(r + together - 1));
     if (!run.mesh.reports_loss()) loss = 0;
     // A fused batch's micro-batch means average `together` replicas' means.
@@ -76,13 +81,28 @@ StepResult train_step(TrainingRun& run) {
   // the sum is the gradient of the mean loss; losses likewise.
   const double loss_sum = reduction->finish();
   result.loss = loss_sum / (static_cast<double>(run.replicas) * run.accum);
-  add_tied_grads(*run.layout, run.grad_data(), *run.mesh.pipeline_group, run.tied_scratch);
+  add_tied_grads(*run.layout, run.grad_data(), run.mesh.pipeline_device(), run.tied_scratch,
+                 run.backend);
   const int step_number = static_cast<int>(step + 1);
+  bool applied = true;
   result.grad_norm =
       reduction->reduced()
-          ? run.optimizer->step_reduced(run.param_data(), run.grad_data(), result.lr, step_number)
-          : run.optimizer->step(run.param_data(), run.grad_data(), result.lr, step_number);
-  copy_tied_params(*run.layout, run.param_data(), *run.mesh.pipeline_group);
+          ? run.optimizer->step_reduced(run.param_data(), run.grad_data(), result.lr, step_number,
+                                        loss_scale, &applied)
+          : run.optimizer->step(run.param_data(), run.grad_data(), result.lr, step_number,
+                                loss_scale, &applied);
+  if (!applied && !scaled) {
+    throw RunError(fmt::format("the gradients are not finite at step {} (norm {}): training "
+                               "diverged; lower optim.lr or raise optim.warmup_steps and resume "
+                               "from the last checkpoint",
+                               step + 1, result.grad_norm));
+  }
+  if (scaled) {
+    result.skipped = !applied;  // an fp16 overflow: the scale halves, the weights stay
+    result.loss_scale = loss_scale;
+    update_loss_scale(run.state, applied);
+  }
+  if (applied) copy_tied_params(*run.layout, run.param_data(), run.mesh.pipeline_device());
   share_buffers(run);
   run.state.step = step + 1;
   run.state.train_samples += static_cast<uint64_t>(spec.train.global_batch);

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/host_mirror.h"
 #include "launch/process_world.h"
 #include "train/evaluate.h"
 #include "train/training_run.h"
@@ -29,6 +30,7 @@ void log_start(TrainingRun& run) {
       spec.parallel.pipeline, run.total_steps, spec.train.global_batch,
       run.resume_path ? fmt::format(", resumed from {} at step {}", *run.resume_path, run.state.step)
                       : std::string()));
+  if (!run.device_note.empty()) run.log->log_message("device: " + run.device_note);
 }
 
 // Validation runs on the shards of replica block 0 (world rank 0 among them); the others go on.
@@ -61,13 +63,15 @@ void save_checkpoint_now(TrainingRun& run) {
   whole.state_names = run.optimizer->optimizer().state_names();
   std::vector<float> params, buffers;
   std::vector<std::vector<float>> whole_state(state.size());
-  whole.params = run.param_data();
-  whole.buffers = run.buffer_data();
+  HostMirror local_params(run.backend, run.param_data(), layout.total(), true);
+  HostMirror local_buffers(run.backend, run.buffer_data(), layout.buffer_total(), true);
+  whole.params = local_params.data();
+  whole.buffers = local_buffers.data();
   for (const auto& s : state) whole.state.push_back(s.data());
   if (layout.sharded()) {
     Communicator& group = *run.mesh.model_group;
-    gather_whole_model(layout, run.param_data(), params, group);
-    gather_whole_buffers(layout, run.buffer_data(), buffers, group);
+    gather_whole_model(layout, local_params.data(), params, group);
+    gather_whole_buffers(layout, local_buffers.data(), buffers, group);
     for (size_t i = 0; i < state.size(); ++i) {
       gather_whole_model(layout, state[i].data(), whole_state[i], group);
       whole.state[i] = whole_state[i].data();
@@ -116,13 +120,18 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     m.loss = static_cast<float>(step.loss);
     m.lr = static_cast<float>(step.lr);
     m.grad_norm = step.grad_norm;
+    m.loss_scale = step.loss_scale;
+    m.skipped = step.skipped;
     m.step_ms = seconds * 1e3;
     m.throughput = units_per_step / seconds;
     m.mfu = run.flops_per_step / seconds / run.peak_flops;
-    m.peak_mem_bytes = peak_resident_bytes();
+    // The device's peak where the step runs on a GPU, the process's resident peak on the host.
+    m.peak_mem_bytes = run.backend.device().is_cpu() ? peak_resident_bytes()
+                                                     : run.backend.device_memory_peak();
     if (run.root()) {
       const bool print = !run.options.quiet && (m.step % spec.log.every == 0 ||
-                                                m.step == run.last_step || m.step == 1);
+                                                m.step == run.last_step || m.step == 1 ||
+                                                m.skipped);
       run.log->log_step(m, print);
     }
     if (due(run.state.step, spec.eval.every, run.last_step)) maybe_evaluate(run, result, false);

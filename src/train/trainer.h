@@ -11,12 +11,17 @@
 
 namespace sg {
 
+class Backend;
+
 struct TrainOptions {
   // Stop (after checkpointing) once this many optimizer steps are done, without changing the
   // schedule, which is always defined by train.steps. Used for time-limited allocations and by
   // the resume tests. 0 = run to train.steps.
   int64_t stop_after = 0;
   bool quiet = false;  // no per-step lines on stdout
+  // The backend to train on instead of devices.backend's (tests: a guarded host backend that
+  // behaves as a device). Not owned.
+  Backend* backend = nullptr;
 };
 
 struct TrainResult {

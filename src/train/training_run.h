@@ -33,6 +33,7 @@ struct TrainingRun {
   TrainOptions options;
   Backend& backend;
   int threads = 1;
+  std::string device_note;  // how this process uses its device, for the log ("" on the CPU)
   std::string run_dir, checkpoints_dir;
 
   std::unique_ptr<ModelFamily> family;
@@ -51,7 +52,7 @@ struct TrainingRun {
   PipelineRunner& evaluation_runner() const { return eval_runner ? *eval_runner : *runner; }
   Dataset data;
   std::unique_ptr<GradientReduction> reduction;
-  std::vector<float> tied_scratch;
+  Buffer tied_scratch;
 
   TrainerState state;
   std::optional<std::string> resume_path;
@@ -82,6 +83,8 @@ struct StepResult {
   double loss = 0;  // mean over the global batch
   float grad_norm = 0;
   double lr = 0;
+  float loss_scale = 0;  // fp16: the scale this step used (0 otherwise)
+  bool skipped = false;  // fp16: the gradients overflowed, the update was skipped
 };
 StepResult train_step(TrainingRun& run);
 

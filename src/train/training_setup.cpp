@@ -5,17 +5,23 @@
 
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "backend/cpu_peak.h"
+#include "backend/device.h"
+#include "backend/gpu_peak.h"
+#include "backend/host_mirror.h"
 #include "checkpoint/checkpoint.h"
 #include "config/load_job_spec.h"
 #include "data/file_io.h"
 #include "launch/process_world.h"
 #include "parallel/deterministic_reduce.h"
+#include "train/device_placement.h"
 #include "train/gradient_reduction.h"
+#include "train/loss_scale.h"
 #include "train/training_run.h"
 #include "util/error.h"
 
@@ -101,10 +107,13 @@ void resume(TrainingRun& run) {
   const Optimizer& optimizer = run.optimizer->optimizer();
   std::vector<std::vector<float>> state(optimizer.state_names().size(),
                                         std::vector<float>(layout.total()));
-  LoadTargets targets{run.param_data(), run.buffer_data(), optimizer.name(),
-                      optimizer.state_names(), {}};
+  HostMirror params(run.backend, run.param_data(), run.params.bytes() / sizeof(float), true);
+  HostMirror buffers(run.backend, run.buffer_data(), run.buffers.bytes() / sizeof(float), true);
+  LoadTargets targets{params.data(), buffers.data(), optimizer.name(), optimizer.state_names(), {}};
   for (auto& s : state) targets.state.push_back(s.data());
   run.state = load_training_checkpoint(loaded, *run.family, layout, targets);
+  params.upload();
+  buffers.upload();
   std::vector<const float*> whole;
   for (const auto& s : state) whole.push_back(s.data());
   run.optimizer->load_state(whole);
@@ -114,6 +123,22 @@ void resume(TrainingRun& run) {
                    std::to_string(run.spec.seed) + "; resume with the same seed or set "
                    "checkpoint.resume: never");
   }
+}
+
+// The peak MFU divides by: devices.peak_tflops, else the GPU's data-sheet figure, else the
+// measured SGEMM rate of this process's threads on the CPU.
+double peak_flops_per_process(const JobSpec& spec, Backend& backend, int threads) {
+  if (spec.devices.peak_tflops > 0) return spec.devices.peak_tflops * 1e12;
+  if (backend.device().is_cpu() || spec.devices.backend != "cuda") {
+    return measure_sgemm_peak_flops(threads);
+  }
+  const auto gpus = cuda_devices();
+  const auto index = static_cast<size_t>(backend.device().index);
+  const double peak = index < gpus.size() ? gpu_peak_flops(gpus[index], spec.train.precision) : 0;
+  if (peak > 0) return peak;
+  fmt::print(stderr, "warning: no peak FLOP/s known for this GPU: set devices.peak_tflops for a "
+                     "meaningful MFU\n");
+  return std::numeric_limits<double>::infinity();  // MFU 0, not a made-up figure
 }
 
 }  // namespace
@@ -135,9 +160,13 @@ int resolve_threads(const JobSpec& spec) {
 std::unique_ptr<TrainingRun> set_up_training(const JobSpec& spec, Communicator& world,
                                              const TrainOptions& options) {
   auto family = make_model_family(spec);  // refuses an unknown model.arch first
-  Backend& backend = backend_for(spec.devices.backend);
   check_world(spec, world);
+  const DevicePlacement placement = place_on_device(spec, world);
+  Backend& backend =
+      options.backend != nullptr ? *options.backend : backend_for(spec.devices.backend, placement.device);
+  backend.set_precision(spec.train.precision);
   auto run = std::make_unique<TrainingRun>(spec, world, options, backend);
+  run->device_note = placement.note;
   run->family = std::move(family);
   run->threads = resolve_threads(spec);
   omp_set_num_threads(run->threads);
@@ -156,25 +185,42 @@ std::unique_ptr<TrainingRun> set_up_training(const JobSpec& spec, Communicator& 
   // This process's place in the virtual mesh: its shard of the model (tensor rank, pipeline
   // stage) and its block of data-parallel replicas.
   run->mesh = make_process_mesh(spec, world);
+  attach_device_groups(run->mesh, backend, placement.transport);
   const ProcessMesh& mesh = run->mesh;
   run->family->check_split(mesh.tensors, mesh.stages);
-  run->tensor_group = std::make_unique<TensorGroup>(*mesh.tensor_group, spec.train.deterministic);
+  run->tensor_group =
+      std::make_unique<TensorGroup>(mesh.tensor_device(), spec.train.deterministic, backend);
   run->layout = std::make_unique<ParameterLayout>(run->family->description(), mesh.shard());
   const ParameterLayout& layout = *run->layout;
   run->optimizer = std::make_unique<DataParallelOptimizer>(
-      layout, spec.optim, spec.parallel.zero, *mesh.data_group,
-      layout.sharded() ? mesh.model_group.get() : nullptr, backend);
+      layout, spec.optim, spec.parallel.zero, mesh.data_device(),
+      layout.sharded() ? mesh.model_group.get() : nullptr, backend, mesh.data_group.get());
   const size_t padded = run->optimizer->padded_size();
   run->params = Buffer(backend, padded * sizeof(float));
   run->grads = Buffer(backend, padded * sizeof(float));
   run->buffers = Buffer(backend, std::max<size_t>(1, layout.buffer_total()) * sizeof(float));
   backend.zero(run->param_data(), padded);
   backend.zero(run->grad_data(), padded);
-  run->family->initialize(run->param_data(), run->buffer_data(), layout, spec.seed);
+  {
+    HostMirror params(backend, run->param_data(), padded, false);
+    HostMirror buffers(backend, run->buffer_data(), run->buffers.bytes() / sizeof(float), false);
+    run->family->initialize(params.data(), buffers.data(), layout, spec.seed);
+    params.upload();
+    buffers.upload();
+  }
 
   run->state.seed = spec.seed;
   run->resume_path = choose_resume_checkpoint(spec, run->checkpoints_dir, world);
   if (run->resume_path) resume(*run);
+  // fp16 starts (or, from an fp32 checkpoint, restarts) loss scaling at the job's scale; a
+  // resumed fp16 run goes on with its checkpoint's.
+  if (spec.train.precision == "fp16" && run->state.loss_scale <= 0) {
+    run->state.loss_scale = spec.train.loss_scale > 0 ? static_cast<float>(spec.train.loss_scale)
+                                                      : kDefaultLossScale;
+    run->state.loss_scale_clean_steps = 0;
+  } else if (spec.train.precision != "fp16") {
+    run->state.loss_scale = 0;
+  }
 
   run->total_steps = spec.train.steps;
   run->last_step = options.stop_after > 0 ? std::min<int64_t>(options.stop_after, run->total_steps)
@@ -194,22 +240,21 @@ std::unique_ptr<TrainingRun> set_up_training(const JobSpec& spec, Communicator& 
   context.replica_group = mesh.data_group.get();
   run->stage = run->family->make_stage(layout, context);
   run->runner = std::make_unique<PipelineRunner>(*run->stage, run->family->batch_fields(stage_batch),
-                                                 *mesh.pipeline_group, spec.parallel.schedule,
-                                                 run->accum);
+                                                 mesh.pipeline_device(), spec.parallel.schedule,
+                                                 run->accum, backend);
   if (run->fused_replicas) {
     context.micro_batch = micro;
     context.slots = 1;
     run->eval_stage = run->family->make_stage(layout, context);
     run->eval_runner = std::make_unique<PipelineRunner>(
-        *run->eval_stage, run->family->batch_fields(micro), *mesh.pipeline_group,
-        spec.parallel.schedule, 1);
+        *run->eval_stage, run->family->batch_fields(micro), mesh.pipeline_device(),
+        spec.parallel.schedule, 1, backend);
   }
   run->reduction = std::make_unique<GradientReduction>(*run);
 
   run->flops_per_step = run->family->training_flops_per_sample() *
                         static_cast<double>(spec.train.global_batch) / world.size();
-  run->peak_flops = spec.devices.peak_tflops > 0 ? spec.devices.peak_tflops * 1e12
-                                                  : measure_sgemm_peak_flops(run->threads);
+  run->peak_flops = peak_flops_per_process(spec, backend, run->threads);
   return run;
 }
 

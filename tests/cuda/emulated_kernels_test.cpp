@@ -4,7 +4,9 @@
 // __syncthreads. It needs the CUDA headers (cuda_bf16.h), not a GPU.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 // The CPU ops first: the emulation defines CUDA's keywords as macros.
@@ -18,6 +20,7 @@
 #include "kernels/grad_norm.h"
 #include "kernels/sgd.h"
 #include "kernels/layernorm.h"
+#include "kernels/matmul.h"
 #include "kernels/relu.h"
 #include "kernels/residual.h"
 #include "kernels/pool.h"
@@ -26,11 +29,15 @@
 
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/backend_kernels.cuh"
 #include "kernels/cuda/convnet.cuh"
 #include "kernels/cuda/crossentropy.cuh"
 #include "kernels/cuda/encoder.cuh"
+#include "kernels/cuda/filter_layout.cuh"
 #include "kernels/cuda/layernorm.cuh"
+#include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/optimizer.cuh"
+#include "kernels/cuda/pool.cuh"
 
 using namespace sg::test;
 
@@ -305,4 +312,80 @@ TEST_CASE("emulated GPU: flash attention forward and backward without the T x T 
     sg::cuda::attention_backward(dqkv.data(), delta.data(), dout.data(), out.data(), qkv.data(), lse.data(), B, T, C, NH, kStream);
     CHECK_CLOSE(dqkv.data(), dqkv_ref.data(), dqkv.size(), kFp32, "dqkv (+=)");
   }
+}
+
+TEST_CASE("emulated GPU: max pooling forward and its gather backward, bitwise the reference's") {
+  // ResNet's 3x3/2 pad 1 (ragged edges), non-overlapping 2x2/2, and 3x3/1 where one input is the
+  // maximum of several windows (its gradient is their sum, in the reference's order).
+  const sg::Pool2dShape shapes[] = {{2, 9, 7, 5, 3, 3, 2, 1}, {1, 8, 8, 3, 2, 2, 2, 0},
+                                    {1, 6, 5, 4, 3, 3, 1, 1}};
+  for (const sg::Pool2dShape& s : shapes) {
+    CAPTURE(s.H);
+    CAPTURE(s.stride);
+    const auto x = random_floats(static_cast<size_t>(s.in_size()), 71, -2.0f, 2.0f);
+    const auto dy = random_floats(static_cast<size_t>(s.out_size()), 72);
+    std::vector<float> y_ref(static_cast<size_t>(s.out_size())), y(y_ref.size());
+    std::vector<int32_t> arg_ref(y_ref.size()), arg(y_ref.size());
+    sg::cpu::maxpool_forward_reference(y_ref.data(), arg_ref.data(), x.data(), s);
+    sg::cuda::maxpool_forward(y.data(), arg.data(), x.data(), s, kStream);
+    CHECK(y == y_ref);
+    CHECK(arg == arg_ref);
+    std::vector<float> dx_ref(x.size()), dx(x.size(), 7.0f);  // = : the start value is overwritten
+    sg::cpu::maxpool_backward_reference(dx_ref.data(), dy.data(), arg_ref.data(), s);
+    sg::cuda::maxpool_backward(dx.data(), dy.data(), arg.data(), s, kStream);
+    CHECK(dx == dx_ref);
+  }
+}
+
+TEST_CASE("emulated GPU: the linear layer's bias broadcast and its gradient in fixed row bands") {
+  const auto bias = random_floats(19, 80);
+  std::vector<float> rows(19 * 7, -1.0f), rows_ref(rows.size(), 0.0f);
+  sg::cpu::add_bias(rows_ref.data(), bias.data(), 7, 19);
+  sg::cuda::broadcast_bias(rows.data(), bias.data(), 7, 19, kStream);
+  CHECK(rows == rows_ref);
+
+  for (const auto& [N, OC] : {std::pair{600, 37}, {5, 300}}) {  // ragged bands; one band
+    CAPTURE(N);
+    const int C = 3;
+    const auto dout = random_floats(static_cast<size_t>(N) * OC, 81);
+    const auto inp = random_floats(static_cast<size_t>(N) * C, 82), w = random_floats(static_cast<size_t>(OC) * C, 83);
+    std::vector<float> dw(static_cast<size_t>(OC) * C, 0.0f), db_ref(OC, 0.5f), db = db_ref;
+    sg::cpu::matmul_backward(nullptr, dw.data(), db_ref.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+    std::vector<float> scratch(static_cast<size_t>(sg::cuda::bias_backward_scratch(N, OC)));
+    sg::cuda::bias_backward(db.data(), scratch.data(), dout.data(), N, OC, kStream);
+    CHECK_CLOSE(db.data(), db_ref.data(), db.size(), kFp32, "dbias (+=)");
+  }
+}
+
+TEST_CASE("emulated GPU: convolution filters to cuDNN's NHWC layout and their gradient back") {
+  const int K = 6, Cg = 5, RS = 9;
+  const auto w = random_floats(static_cast<size_t>(K) * Cg * RS, 91);
+  std::vector<float> krsc(w.size()), expected(w.size());
+  for (int k = 0; k < K; ++k)
+    for (int c = 0; c < Cg; ++c)
+      for (int rs = 0; rs < RS; ++rs) expected[(static_cast<size_t>(k) * RS + rs) * Cg + c] = w[(static_cast<size_t>(k) * Cg + c) * RS + rs];
+  sg::cuda::filter_kcrs_to_krsc(krsc.data(), w.data(), K, Cg, RS, kStream);
+  CHECK(krsc == expected);
+  std::vector<float> back(w.size(), 1.0f), back_ref(w.size());
+  for (size_t i = 0; i < w.size(); ++i) back_ref[i] = 1.0f + w[i];
+  sg::cuda::filter_krsc_add_to_kcrs(back.data(), krsc.data(), K, Cg, RS, kStream);
+  CHECK(back == back_ref);
+}
+
+TEST_CASE("emulated GPU: fills of 2- and 8-byte patterns, the classifier's flag counts") {
+  const long n = 1000;
+  std::vector<uint16_t> halves(n + 1, 0);
+  sg::cuda::fill_pattern<uint16_t>(halves.data(), 0x3f80, n, kStream);
+  CHECK(std::count(halves.begin(), halves.end() - 1, 0x3f80) == n);
+  CHECK(halves[n] == 0);  // nothing past the end
+  std::vector<int64_t> longs(n, 0);
+  sg::cuda::fill_pattern<int64_t>(longs.data(), -3, n, kStream);
+  CHECK(std::count(longs.begin(), longs.end(), -3) == n);
+
+  const int N = 600;  // more rows than the block's threads
+  const auto f1 = random_ints(N, 92, 0, 1), f5 = random_ints(N, 93, 0, 1);
+  int64_t top1 = -1, top5 = -1;
+  sg::cuda::count_flags(&top1, &top5, f1.data(), f5.data(), N, kStream);
+  CHECK(top1 == std::count(f1.begin(), f1.end(), 1));
+  CHECK(top5 == std::count(f5.begin(), f5.end(), 1));
 }

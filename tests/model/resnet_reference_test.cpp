@@ -86,6 +86,7 @@ void check_model(const Golden& g, const std::string& m, int depth, int width) {
   sg::MicroBatch batch(family.batch_fields(g.B));
   g.file.read_f32(batch.data<float>(0), "images", {g.B, 3, g.S, g.S});
   g.file.read_exact(batch.data<int32_t>(1), "labels", sg::DType::I32, {g.B});
+  batch.upload(sg::cpu_backend());  // the stage reads the backend's copy, as the runner makes it
 
   // Training-mode logits (no running-statistics update yet), then the fused loss and gradient.
   sg::ForwardOptions look;

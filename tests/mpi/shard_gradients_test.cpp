@@ -66,8 +66,8 @@ int run(int tensors, int stages, const std::string& schedule) {
                                fill_tokens(m, batch.data<int32_t>(0), batch.data<int32_t>(1));
                              },
                              /*update_buffers=*/false);
-  std::vector<float> scratch;
-  sg::add_tied_grads(layout, grads.data(), *mesh.pipeline_group, scratch);
+  sg::Buffer scratch;
+  sg::add_tied_grads(layout, grads.data(), *mesh.pipeline_group, scratch, sg::cpu_backend());
   if (!mesh.reports_loss()) loss = 0;
   world->all_reduce_sum(&loss, 1);
 

@@ -83,3 +83,19 @@ TEST_CASE("micro-batches: one host array per field, typed, rows per sample") {
   volatile size_t past_the_end = 2;  // not a constant: GCC 12 would warn about the dead access
   CHECK_THROWS_AS(b.data<float>(past_the_end), sg::RunError);
 }
+
+TEST_CASE("micro-batches upload their fields to a backend, which the ops read") {
+  sg::MicroBatch b({{"images", sg::DType::F32, {2, 3}}, {"labels", sg::DType::I32, {2}}});
+  CHECK_THROWS_AS(b.device<float>(0), sg::RunError);  // before any upload
+  for (int i = 0; i < 6; ++i) b.data<float>(0)[i] = 0.5f * static_cast<float>(i);
+  b.data<int32_t>(1)[1] = 9;
+  b.upload(sg::cpu_backend());
+  const float* images = b.device<float>(0);
+  CHECK(images != b.data<float>(0));  // a copy in the backend's memory
+  CHECK(images[5] == 2.5f);
+  CHECK(b.device<int32_t>(1)[1] == 9);
+  b.data<int32_t>(1)[1] = 4;  // the next fill, the next upload
+  b.upload(sg::cpu_backend());
+  CHECK(b.device<int32_t>(1)[1] == 4);
+  CHECK_THROWS_AS(b.device<float>(1), sg::RunError);
+}

@@ -1,0 +1,643 @@
+// The CUDA backend: every member of backend.h on one GPU. See cuda_backend.h for the streams;
+// the ops forward to our kernels (kernels/cuda/*.cuh), cuBLASLt and cuDNN.
+#include "kernels/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "backend/device.h"
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/backend_kernels.cuh"
+#include "kernels/cuda/convnet.cuh"
+#include "kernels/cuda/crossentropy.cuh"
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cudnn_conv.h"
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/encoder.cuh"
+#include "kernels/cuda/layernorm.cuh"
+#include "kernels/cuda/optimizer.cuh"
+#include "kernels/cuda/pool.cuh"
+#include "tensor/dtype.h"
+#include "util/error.h"
+
+namespace sg {
+namespace {
+
+using cuda::ScratchLayout;
+
+// data[0:n] = value: one cudaMemsetAsync when the element is one repeated byte (zeros, -1),
+// else our pattern fill of the element's width.
+template <class T>
+void fill_elements(void* data, size_t n, T value, cudaStream_t stream) {
+  unsigned char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  bool one_byte = true;
+  for (size_t i = 1; i < sizeof(T); ++i) one_byte = one_byte && bytes[i] == bytes[0];
+  if (one_byte) {
+    SG_CUDA_CHECK(cudaMemsetAsync(data, bytes[0], n * sizeof(T), stream));
+    return;
+  }
+  const long count = static_cast<long>(n);
+  if constexpr (sizeof(T) == 1) {
+    // one byte is always "one repeated byte": handled above
+  } else if constexpr (sizeof(T) == 2) {
+    uint16_t bits;
+    std::memcpy(&bits, bytes, 2);
+    cuda::fill_pattern(static_cast<uint16_t*>(data), bits, count, stream);
+  } else if constexpr (sizeof(T) == 4) {
+    uint32_t bits;
+    std::memcpy(&bits, bytes, 4);
+    cuda::fill_pattern(static_cast<uint32_t*>(data), bits, count, stream);
+  } else {
+    static_assert(sizeof(T) == 8, "elements of 1, 2, 4 or 8 bytes");
+    uint64_t bits;
+    std::memcpy(&bits, bytes, 8);
+    cuda::fill_pattern(static_cast<uint64_t*>(data), bits, count, stream);
+  }
+}
+
+void require_attention_supported(int C, int NH) {
+  if (NH <= 0 || C % NH != 0) {
+    throw RunError("attention: C = " + std::to_string(C) + " is not a multiple of the " +
+                   std::to_string(NH) + " heads");
+  }
+  if (!cuda::attention_supported(C, NH)) {
+    throw RunError("attention head size " + std::to_string(C / NH) + " (C = " + std::to_string(C) +
+                   ", " + std::to_string(NH) + " heads) is above " +
+                   std::to_string(cuda::kMaxHeadSize) +
+                   ", the largest the CUDA flash-attention kernels take: raise model.n_head so "
+                   "that model.n_embd / model.n_head <= " + std::to_string(cuda::kMaxHeadSize) +
+                   ", or use devices.backend: cpu");
+  }
+}
+
+bool ranges_overlap(const void* a, const void* b, size_t bytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x < y + bytes && y < x + bytes;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device) : device_(device) {
+  SG_CUDA_CHECK(cudaSetDevice(device_));
+  try {
+    // Non-blocking streams: no implicit ordering with the legacy default stream other libraries
+    // may use. The comm stream has the highest priority, so a collective that overlaps with
+    // compute starts as soon as its inputs are ready.
+    int lowest = 0, highest = 0;
+    SG_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+    SG_CUDA_CHECK(cudaStreamCreateWithPriority(&compute_, cudaStreamNonBlocking, lowest));
+    SG_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_, cudaStreamNonBlocking, highest));
+    SG_CUDA_CHECK(cudaMallocHost(&host_result_, sizeof(double)));
+    gemm_ = std::make_unique<cuda::CublasLtGemm>(compute_, scratch_);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+CudaBackend::~CudaBackend() { release(); }
+
+void CudaBackend::release() noexcept {
+  // Errors are ignored: this runs at exit too, when the CUDA runtime may be unloading.
+  cudaSetDevice(device_);
+  if (compute_ != nullptr) cudaStreamSynchronize(compute_);
+  if (comm_ != nullptr) cudaStreamSynchronize(comm_);
+  conv_.reset();
+  gemm_.reset();
+  if (host_result_ != nullptr) cudaFreeHost(host_result_);
+  if (comm_ != nullptr) cudaStreamDestroy(comm_);
+  if (compute_ != nullptr) cudaStreamDestroy(compute_);
+  host_result_ = nullptr;
+  compute_ = comm_ = nullptr;
+}
+
+void CudaBackend::activate() const {
+  int current = -1;
+  SG_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != device_) SG_CUDA_CHECK(cudaSetDevice(device_));
+}
+
+void CudaBackend::set_precision(const std::string& precision) {
+  using Math = cuda::CublasLtGemm::Math;
+  Math math = Math::Fp32;
+  if (precision == "bf16") {
+    math = Math::Bf16;
+  } else if (precision == "fp16") {
+    math = Math::Fp16;
+  } else if (precision != "fp32") {
+    throw RunError("train.precision " + precision + " is not fp32, bf16 or fp16");
+  }
+  precision_ = precision;
+  gemm_->set_math(math);
+  if (conv_ != nullptr) conv_->set_reduced_precision(math != Math::Fp32);
+}
+
+cuda::CudnnConv& CudaBackend::conv() {
+  if (conv_ == nullptr) {
+    conv_ = std::make_unique<cuda::CudnnConv>(compute_, scratch_);
+    conv_->set_reduced_precision(precision_ != "fp32");
+  }
+  return *conv_;
+}
+
+// --- memory -----------------------------------------------------------------------------------
+
+void* CudaBackend::allocate(size_t bytes) {
+  activate();
+  // At least one 256-byte granule, so that every allocation is a distinct non-null pointer.
+  void* p = cuda::allocate_device(bytes > 0 ? bytes : 256);
+  sample_memory();
+  return p;
+}
+
+void CudaBackend::sample_memory() {
+  size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess) {
+    memory_peak_ = std::max(memory_peak_, total - free_bytes);
+  } else {
+    cudaGetLastError();
+  }
+}
+
+size_t CudaBackend::device_memory_peak() {
+  activate();
+  sample_memory();  // the scratch areas and library workspaces grow outside allocate()
+  return memory_peak_;
+}
+
+void CudaBackend::deallocate(void* ptr) noexcept {
+  if (ptr == nullptr) return;
+  const cudaError_t status = cudaFree(ptr);
+  if (status != cudaSuccess && status != cudaErrorCudartUnloading) {
+    cudaGetLastError();
+    std::fprintf(stderr, "warning: cudaFree on cuda:%d failed: %s\n", device_,
+                 cudaGetErrorString(status));
+  }
+}
+
+void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  activate();
+  if (ranges_overlap(dst, src, bytes)) {  // memmove semantics, as the CPU's: through scratch
+    unsigned char* staging = scratch(bytes);
+    SG_CUDA_CHECK(cudaMemcpyAsync(staging, src, bytes, cudaMemcpyDeviceToDevice, compute_));
+    src = staging;
+  }
+  SG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_));
+}
+
+void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
+  if (bytes == 0) return;
+  activate();
+  SG_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, compute_));
+  // From pageable memory, cudaMemcpyAsync returns once the bytes are staged (CUDA's documented
+  // behaviour), so the caller may free or reuse its buffer right away and the host need not wait
+  // for the ops queued before. From page-locked memory the copy reads the buffer later: wait.
+  cudaPointerAttributes attributes{};
+  SG_CUDA_CHECK(cudaPointerGetAttributes(&attributes, host_src));
+  if (attributes.type != cudaMemoryTypeUnregistered) SG_CUDA_CHECK(cudaStreamSynchronize(compute_));
+}
+
+void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  upload(dst, host_src, bytes);
+}
+
+void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  activate();
+  SG_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, compute_));
+  SG_CUDA_CHECK(cudaStreamSynchronize(compute_));  // the ops before it, then the copy itself
+}
+
+void CudaBackend::fill(const TensorView& t, double value) {
+  const size_t n = t.numel();
+  if (n == 0) return;
+  activate();
+  void* p = t.data();
+  switch (t.dtype) {
+    case DType::F64: fill_elements(p, n, value, compute_); break;
+    case DType::F32: fill_elements(p, n, static_cast<float>(value), compute_); break;
+    case DType::F16: fill_elements(p, n, float_to_half(static_cast<float>(value)), compute_); break;
+    case DType::BF16: fill_elements(p, n, float_to_bf16(static_cast<float>(value)), compute_); break;
+    case DType::I64: fill_elements(p, n, static_cast<int64_t>(value), compute_); break;
+    case DType::I32: fill_elements(p, n, static_cast<int32_t>(value), compute_); break;
+    case DType::I16: fill_elements(p, n, static_cast<int16_t>(value), compute_); break;
+    case DType::I8: fill_elements(p, n, static_cast<int8_t>(value), compute_); break;
+    case DType::U64: fill_elements(p, n, static_cast<uint64_t>(value), compute_); break;
+    case DType::U32: fill_elements(p, n, static_cast<uint32_t>(value), compute_); break;
+    case DType::U16: fill_elements(p, n, static_cast<uint16_t>(value), compute_); break;
+    case DType::U8: fill_elements(p, n, static_cast<uint8_t>(value), compute_); break;
+    case DType::BOOL: fill_elements(p, n, static_cast<uint8_t>(value != 0.0), compute_); break;
+    default: throw RunError(std::string("fill of an unknown dtype ") + dtype_name(t.dtype));
+  }
+}
+
+void CudaBackend::synchronize() {
+  activate();
+  SG_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  SG_CUDA_CHECK(cudaStreamSynchronize(comm_));  // collectives overlapping with compute
+}
+
+// --- linear algebra and elementwise -----------------------------------------------------------
+
+void CudaBackend::matmul_forward(float* out, const float* inp, const float* weight,
+                                 const float* bias, int N, int C, int OC) {
+  activate();
+  gemm_->forward(out, inp, weight, bias, N, C, OC);
+}
+void CudaBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const float* weight, int N, int C, int OC) {
+  activate();
+  gemm_->backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+void CudaBackend::gelu_forward(float* out, const float* inp, long n) {
+  activate();
+  cuda::gelu_forward(out, inp, n, compute_);
+}
+void CudaBackend::gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+  activate();
+  cuda::gelu_backward(dinp, inp, dout, n, compute_);
+}
+void CudaBackend::relu_forward(float* out, const float* inp, long n) {
+  activate();
+  cuda::relu_forward(out, inp, n, compute_);
+}
+void CudaBackend::relu_backward(float* dinp, const float* out, const float* dout, long n) {
+  activate();
+  cuda::relu_backward(dinp, out, dout, n, compute_);
+}
+void CudaBackend::residual_forward(float* out, const float* a, const float* b, long n) {
+  activate();
+  cuda::residual_forward(out, a, b, n, compute_);
+}
+void CudaBackend::add_inplace(float* out, const float* in, long n) {
+  activate();
+  cuda::add_inplace(out, in, n, compute_);
+}
+void CudaBackend::scale(float* x, float factor, long n) {
+  if (n <= 0) return;
+  activate();
+  cuda::scale(x, factor, n, compute_);
+}
+
+void CudaBackend::add_bias(float* out, const float* bias, long N, long C) {
+  if (C <= 0) return;
+  activate();
+  cuda::add_bias(out, bias, N, C, compute_);
+}
+
+// --- transformer ------------------------------------------------------------------------------
+
+void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                    const float* weight, const float* bias, int N, int C) {
+  if (N <= 0) return;
+  activate();
+  cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, compute_);
+}
+void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                     const float* inp, const float* weight, const float* mean,
+                                     const float* rstd, int N, int C) {
+  if (N <= 0) return;
+  activate();
+  float* partial = reinterpret_cast<float*>(
+      scratch(sizeof(float) * static_cast<size_t>(cuda::layernorm_backward_scratch(N, C))));
+  cuda::layernorm_backward(dinp, dweight, dbias, partial, dout, inp, weight, mean, rstd, N, C,
+                           compute_);
+}
+AttentionStorage CudaBackend::attention_storage(int B, int T, int NH) const {
+  return attention_storage_for("cuda", B, T, NH);
+}
+void CudaBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                                    int NH) {
+  require_attention_supported(C, NH);
+  if (B <= 0 || T <= 0) return;
+  activate();
+  cuda::attention_forward(out, att, qkv, B, T, C, NH, compute_);  // att: the log-sum-exp
+}
+void CudaBackend::attention_backward(float* dqkv, float* scratch, const float* dout,
+                                     const float* qkv, const float* out, const float* att, int B,
+                                     int T, int C, int NH) {
+  require_attention_supported(C, NH);
+  if (B <= 0 || T <= 0) return;
+  activate();
+  // scratch: the rows' deltas (sum of dout * out per head), B * NH * T floats.
+  cuda::attention_backward(dqkv, scratch, dout, out, qkv, att, B, T, C, NH, compute_);
+}
+void CudaBackend::encoder_forward(float* out, const int32_t* inp, const float* wte,
+                                  const float* wpe, int B, int T, int C) {
+  activate();
+  cuda::encoder_forward(out, inp, wte, wpe, B, T, C, compute_);
+}
+void CudaBackend::encoder_backward_range(float* dwte_local, float* dwpe, const float* dout,
+                                         const int32_t* inp, int B, int T, int C, int v0,
+                                         int Vl) {
+  const int N = B * T;
+  if (N <= 0) return;
+  // The token ids are device memory; the buckets (each row's positions in (b, t) order) are made
+  // on the host, as llm.c does, so that every row of dwte is summed in that order by one block.
+  std::vector<int32_t> ids(static_cast<size_t>(N));
+  copy_to_host(ids.data(), inp, ids.size() * sizeof(int32_t));
+  const cuda::TokenBuckets buckets = cuda::bucket_tokens(ids.data(), N, v0, Vl);
+  ScratchLayout layout;
+  const size_t tokens_at = layout.add(buckets.tokens.size() * sizeof(int32_t));
+  const size_t offsets_at = layout.add(buckets.offsets.size() * sizeof(int32_t));
+  const size_t positions_at = layout.add(buckets.positions.size() * sizeof(int32_t));
+  unsigned char* base = scratch(layout.bytes());
+  auto* tokens = reinterpret_cast<int32_t*>(base + tokens_at);
+  auto* offsets = reinterpret_cast<int32_t*>(base + offsets_at);
+  auto* positions = reinterpret_cast<int32_t*>(base + positions_at);
+  upload(tokens, buckets.tokens.data(), buckets.tokens.size() * sizeof(int32_t));
+  upload(offsets, buckets.offsets.data(), buckets.offsets.size() * sizeof(int32_t));
+  upload(positions, buckets.positions.data(), buckets.positions.size() * sizeof(int32_t));
+  cuda::encoder_backward(dwte_local, dwpe, dout, tokens, offsets, positions,
+                         static_cast<int>(buckets.tokens.size()), B, T, C, compute_);
+}
+void CudaBackend::encoder_backward(float* dwte, float* dwpe, const float* dout,
+                                   const int32_t* inp, int B, int T, int C) {
+  encoder_backward_range(dwte, dwpe, dout, inp, B, T, C, 0, INT_MAX);
+}
+void CudaBackend::embedding_forward_vocab_range(float* out, const int32_t* inp,
+                                                const float* wte_local, int N, int C, int v0,
+                                                int Vl) {
+  activate();
+  cuda::embedding_forward_vocab_range(out, inp, wte_local, N, C, v0, Vl, compute_);
+}
+void CudaBackend::position_add(float* out, const float* wpe, int B, int T, int C) {
+  activate();
+  cuda::position_add(out, wpe, B, T, C, compute_);
+}
+void CudaBackend::encoder_backward_vocab_range(float* dwte_local, float* dwpe, const float* dout,
+                                               const int32_t* inp, int B, int T, int C, int v0,
+                                               int Vl) {
+  encoder_backward_range(dwte_local, dwpe, dout, inp, B, T, C, v0, Vl);
+}
+void CudaBackend::crossentropy_forward(float* losses, float* probs, const float* logits,
+                                       const int32_t* targets, int N, int V, int Vp) {
+  if (N <= 0) return;
+  activate();
+  cuda::crossentropy_forward(losses, probs, logits, targets, N, V, Vp, compute_);
+}
+void CudaBackend::crossentropy_backward(float* dlogits, const float* probs,
+                                        const int32_t* targets, float dloss, int N, int V,
+                                        int Vp) {
+  if (N <= 0) return;
+  activate();
+  cuda::crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp, compute_);
+}
+void CudaBackend::crossentropy_forward_backward(float* losses, float* dlogits,
+                                                const float* logits, const int32_t* targets,
+                                                float dloss, int N, int V, int Vp) {
+  if (N <= 0) return;
+  activate();
+  cuda::crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp, compute_);
+}
+void CudaBackend::crossentropy_vp_max(float* row_max, const float* logits, int N, int Vl, int v0,
+                                      int V) {
+  if (N <= 0) return;
+  activate();
+  cuda::crossentropy_vp_max(row_max, logits, N, Vl, v0, V, compute_);
+}
+void CudaBackend::crossentropy_vp_sums(float* sum_exp, float* target_logit, const float* logits,
+                                       const float* row_max, const int32_t* targets, int N,
+                                       int Vl, int v0, int V) {
+  if (N <= 0) return;
+  activate();
+  cuda::crossentropy_vp_sums(sum_exp, target_logit, logits, row_max, targets, N, Vl, v0, V,
+                             compute_);
+}
+void CudaBackend::crossentropy_vp_losses(float* losses, const float* row_max,
+                                         const float* sum_exp, const float* target_logit, int N) {
+  if (N <= 0) return;
+  activate();
+  cuda::crossentropy_vp_losses(losses, row_max, sum_exp, target_logit, N, compute_);
+}
+void CudaBackend::crossentropy_vp_backward(float* dlogits, const float* logits,
+                                           const float* row_max, const float* sum_exp,
+                                           const int32_t* targets, float dloss, int N, int Vl,
+                                           int v0, int V) {
+  if (N <= 0) return;
+  activate();
+  cuda::crossentropy_vp_backward(dlogits, logits, row_max, sum_exp, targets, dloss, N, Vl, v0, V,
+                                 compute_);
+}
+
+// --- convolutional networks -------------------------------------------------------------------
+
+void CudaBackend::conv2d_forward(float* out, const float* inp, const float* weight,
+                                 const Conv2dShape& s) {
+  activate();
+  conv().forward(out, inp, weight, s);
+}
+void CudaBackend::conv2d_backward(float* dinp, float* dweight, const float* dout,
+                                  const float* inp, const float* weight, const Conv2dShape& s) {
+  activate();
+  conv().backward(dinp, dweight, dout, inp, weight, s);
+}
+std::pair<double*, double*> CudaBackend::batchnorm_scratch(long M, int C) {
+  ScratchLayout layout;
+  const size_t sums_at = layout.add(sizeof(double) * 2 * static_cast<size_t>(C));
+  const size_t partial_at =
+      layout.add(sizeof(double) * static_cast<size_t>(cuda::batchnorm_sums_scratch(M, C)));
+  unsigned char* base = scratch(layout.bytes());
+  return {reinterpret_cast<double*>(base + sums_at), reinterpret_cast<double*>(base + partial_at)};
+}
+void CudaBackend::batchnorm_forward_train(float* out, float* mean, float* var, const float* inp,
+                                          const float* gamma, const float* beta, long M, int C,
+                                          float eps) {
+  if (M <= 0 || C <= 0) return;
+  activate();
+  // The split kernels in sequence: column sums, statistics over this replica's M rows, normalize.
+  const auto [sums, partial] = batchnorm_scratch(M, C);
+  cuda::batchnorm_sums(sums, partial, inp, M, C, compute_);
+  cuda::batchnorm_stats(mean, var, sums, static_cast<double>(M), C, compute_);
+  cuda::batchnorm_normalize(out, inp, mean, var, gamma, beta, M, C, eps, compute_);
+}
+void CudaBackend::batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
+                                     const float* inp, const float* mean, const float* var,
+                                     const float* gamma, long M, int C, float eps) {
+  if (M <= 0 || C <= 0) return;
+  activate();
+  const auto [sums, partial] = batchnorm_scratch(M, C);
+  cuda::batchnorm_backward_sums(sums, partial, dgamma, dbeta, dout, inp, mean, var, M, C, eps,
+                                compute_);
+  cuda::batchnorm_backward_input(dinp, sums, dout, inp, mean, var, gamma, static_cast<double>(M),
+                                 M, C, eps, compute_);
+}
+void CudaBackend::batchnorm_sums(double* sums, const float* inp, long M, int C) {
+  if (C <= 0) return;
+  activate();
+  if (M <= 0) {  // sums over no rows
+    SG_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * 2 * static_cast<size_t>(C), compute_));
+    return;
+  }
+  double* partial = batchnorm_scratch(M, C).second;
+  cuda::batchnorm_sums(sums, partial, inp, M, C, compute_);
+}
+void CudaBackend::batchnorm_stats(float* mean, float* var, const double* sums, double count,
+                                  int C) {
+  if (C <= 0) return;
+  activate();
+  cuda::batchnorm_stats(mean, var, sums, count, C, compute_);
+}
+void CudaBackend::batchnorm_normalize(float* out, const float* inp, const float* mean,
+                                      const float* var, const float* gamma, const float* beta,
+                                      long M, int C, float eps) {
+  if (C <= 0) return;
+  activate();
+  cuda::batchnorm_normalize(out, inp, mean, var, gamma, beta, M, C, eps, compute_);
+}
+void CudaBackend::batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta,
+                                          const float* dout, const float* inp, const float* mean,
+                                          const float* var, long M, int C, float eps) {
+  if (C <= 0) return;
+  activate();
+  if (M <= 0) {  // sums over no rows; the parameter gradients gain nothing
+    SG_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * 2 * static_cast<size_t>(C), compute_));
+    return;
+  }
+  double* partial = batchnorm_scratch(M, C).second;
+  cuda::batchnorm_backward_sums(sums, partial, dgamma, dbeta, dout, inp, mean, var, M, C, eps,
+                                compute_);
+}
+void CudaBackend::batchnorm_backward_input(float* dinp, const double* sums, const float* dout,
+                                           const float* inp, const float* mean, const float* var,
+                                           const float* gamma, double count, long M, int C,
+                                           float eps) {
+  if (C <= 0) return;
+  activate();
+  cuda::batchnorm_backward_input(dinp, sums, dout, inp, mean, var, gamma, count, M, C, eps,
+                                 compute_);
+}
+void CudaBackend::batchnorm_update_running(float* running_mean, float* running_var,
+                                           const float* mean, const float* var, double count,
+                                           int C, float momentum) {
+  if (C <= 0) return;
+  activate();
+  cuda::batchnorm_update_running(running_mean, running_var, mean, var, count, C, momentum,
+                                 compute_);
+}
+void CudaBackend::maxpool_forward(float* out, int32_t* argmax, const float* inp,
+                                  const Pool2dShape& s) {
+  activate();
+  cuda::maxpool_forward(out, argmax, inp, s, compute_);
+}
+void CudaBackend::maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
+                                   const Pool2dShape& s) {
+  activate();
+  cuda::maxpool_backward(dinp, dout, argmax, s, compute_);
+}
+void CudaBackend::nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) {
+  activate();
+  cuda::nchw_to_nhwc(out, inp, N, C, HW, compute_);
+}
+void CudaBackend::global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) {
+  if (static_cast<long>(N) * C <= 0) return;
+  activate();
+  cuda::global_avgpool_forward(out, inp, N, HW, C, compute_);
+}
+void CudaBackend::global_avgpool_backward(float* dinp, const float* dout, int N, int HW, int C) {
+  activate();
+  cuda::global_avgpool_backward(dinp, dout, N, HW, C, compute_);
+}
+void CudaBackend::classifier_loss_forward_backward(float* losses, float* dlogits,
+                                                   const float* logits, const int32_t* labels,
+                                                   float smoothing, float dloss, int N, int K) {
+  if (N <= 0) return;
+  activate();
+  cuda::classifier_loss_forward_backward(losses, dlogits, logits, labels, smoothing, dloss, N, K,
+                                         compute_);
+}
+void CudaBackend::classifier_correct(int64_t* top1, int64_t* top5, const float* logits,
+                                     const int32_t* labels, int N, int K) {
+  activate();
+  if (N <= 0) {
+    SG_CUDA_CHECK(cudaMemsetAsync(top1, 0, sizeof(int64_t), compute_));
+    SG_CUDA_CHECK(cudaMemsetAsync(top5, 0, sizeof(int64_t), compute_));
+    return;
+  }
+  // Per-row flags in scratch, then one small kernel adds them up into the two int64s (=).
+  ScratchLayout layout;
+  const size_t top1_at = layout.add(sizeof(int32_t) * static_cast<size_t>(N));
+  const size_t top5_at = layout.add(sizeof(int32_t) * static_cast<size_t>(N));
+  unsigned char* base = scratch(layout.bytes());
+  auto* flags1 = reinterpret_cast<int32_t*>(base + top1_at);
+  auto* flags5 = reinterpret_cast<int32_t*>(base + top5_at);
+  cuda::classifier_correct(flags1, flags5, logits, labels, N, K, compute_);
+  cuda::count_flags(top1, top5, flags1, flags5, N, compute_);
+}
+
+// --- optimizers -------------------------------------------------------------------------------
+
+void CudaBackend::adamw_update(float* params, float* m, float* v, const float* grads, long n,
+                               float lr, float beta1, float beta2, float eps, float weight_decay,
+                               int step) {
+  activate();
+  cuda::adamw_update(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay, step, compute_);
+}
+void CudaBackend::sgd_update(float* params, float* momentum_buffer, const float* grads, long n,
+                             float lr, float momentum, float weight_decay, bool nesterov) {
+  activate();
+  cuda::sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov,
+                   compute_);
+}
+double CudaBackend::sum_of_squares(const float* x, long n) {
+  activate();
+  ScratchLayout layout;
+  const size_t total_at = layout.add(sizeof(double));
+  const size_t blocks_at =
+      layout.add(sizeof(double) * static_cast<size_t>(cuda::sum_of_squares_scratch(n)));
+  unsigned char* base = scratch(layout.bytes());
+  auto* total = reinterpret_cast<double*>(base + total_at);
+  cuda::sum_of_squares(total, reinterpret_cast<double*>(base + blocks_at), x, n, compute_);
+  SG_CUDA_CHECK(
+      cudaMemcpyAsync(host_result_, total, sizeof(double), cudaMemcpyDeviceToHost, compute_));
+  SG_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  return *host_result_;
+}
+float CudaBackend::clip_by_global_norm(float* x, long n, double norm, float max_norm) {
+  // As kernels/cpu/grad_norm.cpp: scale only when the norm is above the limit.
+  if (!(norm > max_norm)) return 1.0f;
+  const float scale = static_cast<float>(max_norm / (norm + 1e-6));
+  activate();
+  cuda::scale(x, scale, n, compute_);
+  return scale;
+}
+
+// --- one backend per device -------------------------------------------------------------------
+
+Backend& cuda_backend(int device) {
+  static std::mutex mutex;
+  // Never destroyed: Buffers released during static destruction still find their backend, and
+  // the CUDA runtime tears itself down at exit anyway.
+  static auto* backends = new std::map<int, CudaBackend*>();
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = backends->find(device); it != backends->end()) return *it->second;
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw RunError(std::string("devices.backend cuda: no usable GPU (") +
+                   cudaGetErrorString(status) +
+                   "); check the driver with nvidia-smi, or set devices.backend: cpu");
+  }
+  if (device < 0 || device >= count) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    throw RunError("devices.backend cuda: GPU " + std::to_string(device) +
+                   " was asked for, but this process sees " + std::to_string(count) +
+                   " GPU(s) (CUDA_VISIBLE_DEVICES=" + (visible != nullptr ? visible : "unset") +
+                   "): run at most one process per GPU on each node, or set devices.share_gpus");
+  }
+  auto* backend = new CudaBackend(device);
+  (*backends)[device] = backend;
+  return *backend;
+}
+
+}  // namespace sg

@@ -1,0 +1,483 @@
+// Every Backend op of the CUDA backend against the CPU backend (the reference), on random inputs
+// at small shapes: the same calls on both, results compared at the tolerances written once
+// below. Backward outputs start from non-zero values, so += and = are both checked. Exits 77
+// (skipped) where the build has no CUDA or the machine no GPU.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/device.h"
+#include "tests/kernels/kernel_test_util.h"
+#include "tests/tolerance.h"
+#include "util/error.h"
+
+using namespace sg::test;
+using sg::Backend;
+
+namespace {
+
+// --- tolerances, once -------------------------------------------------------------------------
+// Elementwise fp32 kernels: the same formula on both sides; only the math library's last ulps
+// (tanhf, expf) and, in GELU's negative tail, 1 + tanh's cancellation (~1e-7 absolute) differ.
+constexpr Tolerance kElementwise{1e-6, 1e-6};
+// Sums in another order (reductions, softmax, norms) and fp32 GEMMs and convolutions without
+// TF32: a few ulps per accumulated term over the tens to hundreds of terms of these shapes.
+constexpr Tolerance kAccumulated{2e-5, 1e-4};
+// bf16 inputs (reduced precision): 8 mantissa bits, as the largest error over the largest value.
+constexpr double kReducedRelative = 2e-2;
+
+Backend& cpu() { return sg::cpu_backend(); }
+Backend& gpu() { return sg::cuda_backend(0); }
+
+// The same data on the host (what the CPU backend computes on) and on the GPU.
+template <class T>
+class Twin {
+ public:
+  explicit Twin(std::vector<T> values) : host_(std::move(values)) {
+    device_ = static_cast<T*>(gpu().allocate(bytes()));
+    gpu().copy_from_host(device_, host_.data(), bytes());
+  }
+  Twin(size_t n, T value) : Twin(std::vector<T>(n, value)) {}
+  ~Twin() { gpu().deallocate(device_); }
+  Twin(const Twin&) = delete;
+  Twin& operator=(const Twin&) = delete;
+
+  T* c() { return host_.data(); }  // for the CPU backend
+  T* g() { return device_; }       // for the CUDA backend
+  const std::vector<T>& cpu_values() const { return host_; }
+  std::vector<T> gpu_values() const {
+    std::vector<T> out(host_.size());
+    gpu().copy_to_host(out.data(), device_, bytes());
+    return out;
+  }
+  size_t size() const { return host_.size(); }
+
+ private:
+  size_t bytes() const { return std::max<size_t>(1, host_.size()) * sizeof(T); }
+  std::vector<T> host_;
+  T* device_ = nullptr;
+};
+
+template <class T>
+void check_twin(const Twin<T>& t, Tolerance tol, const char* what) {
+  const std::vector<T> got = t.gpu_values();
+  CHECK_CLOSE(got.data(), t.cpu_values().data(), t.size(), tol, what);
+}
+template <class T>
+void check_equal(const Twin<T>& t, const char* what) {
+  INFO(what);
+  CHECK(t.gpu_values() == t.cpu_values());
+}
+
+}  // namespace
+
+TEST_CASE("memory: copies, fills of every dtype, an impossible allocation") {
+  const auto x = random_floats(1000, 1);
+  Twin<float> a(x), b(1000, 0.0f);
+  gpu().copy(b.g(), a.g(), 1000 * sizeof(float));
+  CHECK(b.gpu_values() == x);
+  gpu().copy(a.g() + 1, a.g(), 500 * sizeof(float));  // overlapping: memmove semantics
+  std::vector<float> moved = x;
+  std::memmove(moved.data() + 1, moved.data(), 500 * sizeof(float));
+  CHECK(a.gpu_values() == moved);
+
+  // The dtypes the CPU backend fills with any value (the others only with 0).
+  for (const sg::DType dtype : {sg::DType::F64, sg::DType::F32, sg::DType::F16, sg::DType::BF16,
+                                sg::DType::I64, sg::DType::I32, sg::DType::U16}) {
+    for (const double value : {0.0, 3.0, 1.5, -2.5}) {
+      if (dtype == sg::DType::U16 && value < 0) continue;  // out of range: undefined
+      CAPTURE(sg::dtype_name(dtype));
+      CAPTURE(value);
+      const size_t n = 777, bytes = n * sg::dtype_size(dtype);
+      std::vector<unsigned char> expected(bytes), got(bytes);
+      cpu().fill({expected.data(), 0, dtype, sg::Device::cpu(), {static_cast<int64_t>(n)}}, value);
+      void* d = gpu().allocate(bytes);
+      gpu().fill({d, 0, dtype, gpu().device(), {static_cast<int64_t>(n)}}, value);
+      gpu().copy_to_host(got.data(), d, bytes);
+      gpu().deallocate(d);
+      CHECK(got == expected);
+    }
+  }
+  try {
+    gpu().allocate(size_t{1} << 60);
+    FAIL("a 1 EiB allocation succeeded");
+  } catch (const sg::RunError& e) {
+    CHECK(std::string(e.what()).find("micro_batch") != std::string::npos);
+  }
+  gpu().synchronize();
+}
+
+TEST_CASE("linear layer: cuBLASLt GEMMs, bias epilogue and broadcast, deterministic dbias") {
+  const int N = 37, C = 70, OC = 50;
+  const auto inp = random_floats(static_cast<size_t>(N) * C, 11);
+  const auto w = random_floats(static_cast<size_t>(OC) * C, 12);
+  // The bias one float into its buffer: too little aligned for cuBLASLt's epilogue (broadcast).
+  for (const int bias_offset : {0, 1}) {
+    CAPTURE(bias_offset);
+    Twin<float> x(inp), weight(w), bias(random_floats(OC + 1, 13));
+    Twin<float> out(static_cast<size_t>(N) * OC, 0.0f);
+    cpu().matmul_forward(out.c(), x.c(), weight.c(), bias.c() + bias_offset, N, C, OC);
+    gpu().matmul_forward(out.g(), x.g(), weight.g(), bias.g() + bias_offset, N, C, OC);
+    check_twin(out, kAccumulated, "out");
+    Twin<float> dout(random_floats(static_cast<size_t>(N) * OC, 14));
+    Twin<float> dinp(static_cast<size_t>(N) * C, 0.5f), dw(static_cast<size_t>(OC) * C, -0.5f);
+    Twin<float> db(OC + 1, 0.25f);
+    cpu().matmul_backward(dinp.c(), dw.c(), db.c() + bias_offset, dout.c(), x.c(), weight.c(), N, C, OC);
+    gpu().matmul_backward(dinp.g(), dw.g(), db.g() + bias_offset, dout.g(), x.g(), weight.g(), N, C, OC);
+    check_twin(dinp, kAccumulated, "dinp (+=)");
+    check_twin(dw, kAccumulated, "dweight (+=)");
+    check_twin(db, kAccumulated, "dbias (+=)");
+  }
+  // No bias, no input gradient.
+  Twin<float> x(inp), weight(w), out(static_cast<size_t>(N) * OC, 0.0f);
+  cpu().matmul_forward(out.c(), x.c(), weight.c(), nullptr, N, C, OC);
+  gpu().matmul_forward(out.g(), x.g(), weight.g(), nullptr, N, C, OC);
+  check_twin(out, kAccumulated, "out without bias");
+  Twin<float> dout(random_floats(static_cast<size_t>(N) * OC, 15)), dw(static_cast<size_t>(OC) * C, 1.0f);
+  cpu().matmul_backward(nullptr, dw.c(), nullptr, dout.c(), x.c(), weight.c(), N, C, OC);
+  gpu().matmul_backward(nullptr, dw.g(), nullptr, dout.g(), x.g(), weight.g(), N, C, OC);
+  check_twin(dw, kAccumulated, "dweight without dinp and dbias");
+
+  // Reduced precision: bf16 inputs, fp32 accumulation.
+  gpu().set_precision("bf16");
+  Twin<float> rounded(static_cast<size_t>(N) * OC, 0.0f);
+  gpu().matmul_forward(rounded.g(), x.g(), weight.g(), nullptr, N, C, OC);
+  gpu().set_precision("fp32");
+  const auto got = rounded.gpu_values();
+  CHECK(relative_to_largest(got.data(), out.cpu_values().data(), got.size()) < kReducedRelative);
+
+  // Twice the same call: bitwise the same result (deterministic algorithms).
+  Twin<float> again(static_cast<size_t>(OC) * C, 1.0f), twice(static_cast<size_t>(OC) * C, 1.0f);
+  gpu().matmul_backward(nullptr, again.g(), nullptr, dout.g(), x.g(), weight.g(), N, C, OC);
+  gpu().matmul_backward(nullptr, twice.g(), nullptr, dout.g(), x.g(), weight.g(), N, C, OC);
+  CHECK(again.gpu_values() == twice.gpu_values());
+}
+
+TEST_CASE("elementwise: GELU, ReLU, residual, in-place and bias adds") {
+  const long n = 5000;
+  Twin<float> x(random_floats(n, 21, -4.0f, 4.0f)), dy(random_floats(n, 22)), out(n, 0.0f);
+  cpu().gelu_forward(out.c(), x.c(), n);
+  gpu().gelu_forward(out.g(), x.g(), n);
+  check_twin(out, kElementwise, "gelu");
+  Twin<float> dx(n, 0.5f);
+  cpu().gelu_backward(dx.c(), x.c(), dy.c(), n);
+  gpu().gelu_backward(dx.g(), x.g(), dy.g(), n);
+  check_twin(dx, kElementwise, "gelu backward (+=)");
+  cpu().relu_forward(out.c(), x.c(), n);
+  gpu().relu_forward(out.g(), x.g(), n);
+  check_equal(out, "relu");
+  cpu().relu_backward(dx.c(), out.c(), dy.c(), n);
+  gpu().relu_backward(dx.g(), out.g(), dy.g(), n);
+  check_equal(dx, "relu backward");
+  cpu().residual_forward(out.c(), x.c(), dy.c(), n);
+  gpu().residual_forward(out.g(), x.g(), dy.g(), n);
+  check_equal(out, "residual");
+  cpu().add_inplace(out.c(), x.c(), n);
+  gpu().add_inplace(out.g(), x.g(), n);
+  check_equal(out, "add_inplace");
+  Twin<float> bias(random_floats(40, 23));
+  cpu().add_bias(out.c(), bias.c(), n / 40, 40);
+  gpu().add_bias(out.g(), bias.g(), n / 40, 40);
+  check_equal(out, "add_bias");
+}
+
+TEST_CASE("layernorm forward and backward") {
+  const int N = 45, C = 96;
+  Twin<float> x(random_floats(static_cast<size_t>(N) * C, 31, -2.0f, 3.0f));
+  Twin<float> w(random_floats(C, 32, 0.5f, 1.5f)), b(random_floats(C, 33));
+  Twin<float> out(static_cast<size_t>(N) * C, 0.0f), mean(N, 0.0f), rstd(N, 0.0f);
+  cpu().layernorm_forward(out.c(), mean.c(), rstd.c(), x.c(), w.c(), b.c(), N, C);
+  gpu().layernorm_forward(out.g(), mean.g(), rstd.g(), x.g(), w.g(), b.g(), N, C);
+  check_twin(out, kAccumulated, "out");
+  check_twin(mean, kAccumulated, "mean");
+  check_twin(rstd, kAccumulated, "rstd");
+  Twin<float> dy(random_floats(static_cast<size_t>(N) * C, 34));
+  Twin<float> dx(static_cast<size_t>(N) * C, 0.25f), dw(C, 1.0f), db(C, -1.0f);
+  cpu().layernorm_backward(dx.c(), dw.c(), db.c(), dy.c(), x.c(), w.c(), mean.c(), rstd.c(), N, C);
+  gpu().layernorm_backward(dx.g(), dw.g(), db.g(), dy.g(), x.g(), w.g(), mean.g(), rstd.g(), N, C);
+  check_twin(dx, kAccumulated, "dinp (+=)");
+  check_twin(dw, kAccumulated, "dweight (+=)");
+  check_twin(db, kAccumulated, "dbias (+=)");
+}
+
+TEST_CASE("attention: flash kernels against the CPU's probabilities, T=64 NH=4 C=128") {
+  const int B = 2, T = 64, C = 128, NH = 4;
+  Twin<float> qkv(random_floats(static_cast<size_t>(B) * T * 3 * C, 41));
+  Twin<float> out(static_cast<size_t>(B) * T * C, 0.0f);
+  const sg::AttentionStorage on_cpu = cpu().attention_storage(B, T, NH);
+  const sg::AttentionStorage on_gpu = gpu().attention_storage(B, T, NH);
+  CHECK(on_gpu.state == static_cast<size_t>(B) * NH * T);
+  std::vector<float> att(on_cpu.state), scratch(on_cpu.scratch);
+  float* lse = static_cast<float*>(gpu().allocate(on_gpu.state * sizeof(float)));
+  float* delta = static_cast<float*>(gpu().allocate(on_gpu.scratch * sizeof(float)));
+  cpu().attention_forward(out.c(), att.data(), qkv.c(), B, T, C, NH);
+  gpu().attention_forward(out.g(), lse, qkv.g(), B, T, C, NH);
+  check_twin(out, kAccumulated, "out");
+  Twin<float> dout(random_floats(out.size(), 42)), dqkv(qkv.size(), 0.5f);
+  cpu().attention_backward(dqkv.c(), scratch.data(), dout.c(), qkv.c(), out.c(), att.data(), B, T, C, NH);
+  gpu().attention_backward(dqkv.g(), delta, dout.g(), qkv.g(), out.g(), lse, B, T, C, NH);
+  check_twin(dqkv, kAccumulated, "dqkv (+=)");
+  gpu().deallocate(lse);
+  gpu().deallocate(delta);
+  // Heads above 64 channels are refused with what to do.
+  try {
+    gpu().attention_forward(out.g(), nullptr, qkv.g(), 1, 2, 256, 2);
+    FAIL("a head size of 128 was accepted");
+  } catch (const sg::RunError& e) {
+    CHECK(std::string(e.what()).find("model.n_head") != std::string::npos);
+  }
+}
+
+TEST_CASE("embeddings: whole and vocabulary-parallel, forward and backward") {
+  const int B = 3, T = 9, C = 48, V = 60, maxT = 16;
+  auto ids = random_ints(static_cast<size_t>(B) * T, 51, 0, V - 1);
+  ids[3] = ids[11] = ids[20] = 7;  // a token seen several times
+  Twin<int32_t> inp(ids);
+  Twin<float> wte(random_floats(static_cast<size_t>(V) * C, 52)), wpe(random_floats(static_cast<size_t>(maxT) * C, 53));
+  Twin<float> out(static_cast<size_t>(B) * T * C, 0.0f);
+  cpu().encoder_forward(out.c(), inp.c(), wte.c(), wpe.c(), B, T, C);
+  gpu().encoder_forward(out.g(), inp.g(), wte.g(), wpe.g(), B, T, C);
+  check_equal(out, "encoder forward");
+  Twin<float> dout(random_floats(out.size(), 54));
+  Twin<float> dwte(wte.size(), 0.5f), dwpe(wpe.size(), -0.5f);
+  cpu().encoder_backward(dwte.c(), dwpe.c(), dout.c(), inp.c(), B, T, C);
+  gpu().encoder_backward(dwte.g(), dwpe.g(), dout.g(), inp.g(), B, T, C);
+  check_twin(dwte, kAccumulated, "dwte (+=)");
+  check_twin(dwpe, kAccumulated, "dwpe (+=)");
+
+  const int v0 = 20, Vl = 25;  // a middle rank's rows
+  Twin<float> part(out.size(), 1.0f);
+  cpu().embedding_forward_vocab_range(part.c(), inp.c(), wte.c() + v0 * C, B * T, C, v0, Vl);
+  gpu().embedding_forward_vocab_range(part.g(), inp.g(), wte.g() + v0 * C, B * T, C, v0, Vl);
+  check_equal(part, "embedding of a vocabulary range");
+  cpu().position_add(part.c(), wpe.c(), B, T, C);
+  gpu().position_add(part.g(), wpe.g(), B, T, C);
+  check_equal(part, "position_add");
+  Twin<float> dlocal(static_cast<size_t>(Vl) * C, 0.125f), dpos(wpe.size(), 0.0f);
+  cpu().encoder_backward_vocab_range(dlocal.c(), dpos.c(), dout.c(), inp.c(), B, T, C, v0, Vl);
+  gpu().encoder_backward_vocab_range(dlocal.g(), dpos.g(), dout.g(), inp.g(), B, T, C, v0, Vl);
+  check_twin(dlocal, kAccumulated, "dwte of a vocabulary range (+=)");
+  check_twin(dpos, kAccumulated, "dwpe (+=)");
+}
+
+TEST_CASE("cross-entropy: padded vocabulary, fused in place, vocabulary-parallel pieces") {
+  const int N = 7, V = 300, Vp = 320;
+  const float dloss = 1.0f / N;
+  const auto logits = random_floats(static_cast<size_t>(N) * Vp, 61, -5.0f, 5.0f);
+  Twin<float> x(logits), probs(logits.size(), 0.0f), losses(N, 0.0f);
+  Twin<int32_t> targets(random_ints(N, 62, 0, V - 1));
+  cpu().crossentropy_forward(losses.c(), probs.c(), x.c(), targets.c(), N, V, Vp);
+  gpu().crossentropy_forward(losses.g(), probs.g(), x.g(), targets.g(), N, V, Vp);
+  check_twin(losses, kAccumulated, "losses");
+  check_twin(probs, kAccumulated, "probs");
+  Twin<float> dlogits(logits.size(), 3.0f);
+  cpu().crossentropy_backward(dlogits.c(), probs.c(), targets.c(), dloss, N, V, Vp);
+  gpu().crossentropy_backward(dlogits.g(), probs.g(), targets.g(), dloss, N, V, Vp);
+  check_twin(dlogits, kAccumulated, "dlogits");
+  Twin<float> fused(logits);
+  cpu().crossentropy_forward_backward(losses.c(), fused.c(), fused.c(), targets.c(), dloss, N, V, Vp);
+  gpu().crossentropy_forward_backward(losses.g(), fused.g(), fused.g(), targets.g(), dloss, N, V, Vp);
+  check_twin(losses, kAccumulated, "fused losses");
+  check_twin(fused, kAccumulated, "fused dlogits (in place)");
+
+  for (int rank = 0; rank < 2; ++rank) {  // two ranks of 160 columns; the second holds padding
+    CAPTURE(rank);
+    const int Vl = Vp / 2, v0 = rank * Vl;
+    std::vector<float> local(static_cast<size_t>(N) * Vl);
+    for (int n = 0; n < N; ++n) {
+      std::copy_n(logits.data() + static_cast<size_t>(n) * Vp + v0, Vl, local.data() + static_cast<size_t>(n) * Vl);
+    }
+    Twin<float> lx(local), row_max(N, 0.0f), sum_exp(N, 0.0f), target_logit(N, 0.0f), vl(N, 0.0f);
+    cpu().crossentropy_vp_max(row_max.c(), lx.c(), N, Vl, v0, V);
+    gpu().crossentropy_vp_max(row_max.g(), lx.g(), N, Vl, v0, V);
+    check_equal(row_max, "vp row max");
+    cpu().crossentropy_vp_sums(sum_exp.c(), target_logit.c(), lx.c(), row_max.c(), targets.c(), N, Vl, v0, V);
+    gpu().crossentropy_vp_sums(sum_exp.g(), target_logit.g(), lx.g(), row_max.g(), targets.g(), N, Vl, v0, V);
+    check_twin(sum_exp, kAccumulated, "vp sum_exp");
+    check_equal(target_logit, "vp target logit");
+    cpu().crossentropy_vp_losses(vl.c(), row_max.c(), sum_exp.c(), target_logit.c(), N);
+    gpu().crossentropy_vp_losses(vl.g(), row_max.g(), sum_exp.g(), target_logit.g(), N);
+    check_twin(vl, kAccumulated, "vp losses");
+    Twin<float> grad(local);
+    cpu().crossentropy_vp_backward(grad.c(), grad.c(), row_max.c(), sum_exp.c(), targets.c(), dloss, N, Vl, v0, V);
+    gpu().crossentropy_vp_backward(grad.g(), grad.g(), row_max.g(), sum_exp.g(), targets.g(), dloss, N, Vl, v0, V);
+    check_twin(grad, kAccumulated, "vp dlogits (in place)");
+  }
+}
+
+TEST_CASE("convolutions through cuDNN: stem, 3x3, stride 2, 1x1, few channels, groups") {
+  std::vector<sg::Conv2dShape> shapes;
+  auto add = [&](int N, int H, int W, int C, int K, int R, int stride, int pad, int groups) {
+    sg::Conv2dShape s;
+    s.N = N, s.H = H, s.W = W, s.C = C, s.K = K, s.R = R, s.S = R;
+    s.stride = stride, s.pad = pad, s.groups = groups;
+    shapes.push_back(s);
+  };
+  add(2, 32, 32, 3, 8, 7, 2, 3, 1);   // the stem: 7x7 stride 2, three channels
+  add(2, 9, 9, 16, 16, 3, 1, 1, 1);   // 3x3
+  add(1, 10, 10, 8, 16, 3, 2, 1, 1);  // 3x3 stride 2
+  add(2, 8, 8, 16, 32, 1, 2, 0, 1);   // 1x1 stride 2 (downsample)
+  add(2, 6, 7, 16, 24, 1, 1, 0, 1);   // 1x1
+  add(4, 10, 10, 4, 4, 3, 1, 1, 1);   // fewer than 8 channels
+  add(2, 7, 7, 8, 12, 3, 1, 1, 4);    // grouped
+  for (const sg::Conv2dShape& s : shapes) {
+    CAPTURE(s.C);
+    CAPTURE(s.K);
+    CAPTURE(s.R);
+    CAPTURE(s.stride);
+    CAPTURE(s.groups);
+    Twin<float> x(random_floats(static_cast<size_t>(s.in_size()), 71));
+    Twin<float> w(random_floats(static_cast<size_t>(s.weight_size()), 72));
+    Twin<float> out(static_cast<size_t>(s.out_size()), 9.0f);
+    cpu().conv2d_forward(out.c(), x.c(), w.c(), s);
+    gpu().conv2d_forward(out.g(), x.g(), w.g(), s);
+    check_twin(out, kAccumulated, "out (=)");
+    Twin<float> dout(random_floats(out.size(), 73));
+    Twin<float> dx(x.size(), 9.0f), dw(w.size(), 0.5f);
+    cpu().conv2d_backward(dx.c(), dw.c(), dout.c(), x.c(), w.c(), s);
+    gpu().conv2d_backward(dx.g(), dw.g(), dout.g(), x.g(), w.g(), s);
+    check_twin(dx, kAccumulated, "dinp (=)");
+    check_twin(dw, kAccumulated, "dweight (+=)");
+    cpu().conv2d_backward(nullptr, dw.c(), dout.c(), x.c(), w.c(), s);
+    gpu().conv2d_backward(nullptr, dw.g(), dout.g(), x.g(), w.g(), s);
+    check_twin(dw, kAccumulated, "dweight without dinp (+=)");
+  }
+}
+
+TEST_CASE("batch norm: fused pair and split functions") {
+  const long M = 300;  // two bands, the last ragged
+  const int C = 12;
+  const float eps = 1e-5f;
+  Twin<float> x(random_floats(static_cast<size_t>(M) * C, 81, -1.0f, 2.0f));
+  Twin<float> gamma(random_floats(C, 82, 0.5f, 1.5f)), beta(random_floats(C, 83));
+  Twin<float> out(x.size(), 0.0f), mean(C, 0.0f), var(C, 0.0f);
+  cpu().batchnorm_forward_train(out.c(), mean.c(), var.c(), x.c(), gamma.c(), beta.c(), M, C, eps);
+  gpu().batchnorm_forward_train(out.g(), mean.g(), var.g(), x.g(), gamma.g(), beta.g(), M, C, eps);
+  check_twin(out, kAccumulated, "out");
+  check_twin(mean, kAccumulated, "mean");
+  check_twin(var, kAccumulated, "var");
+  Twin<float> dy(random_floats(x.size(), 84)), dx(x.size(), 5.0f), dg(C, 1.0f), db(C, 2.0f);
+  cpu().batchnorm_backward(dx.c(), dg.c(), db.c(), dy.c(), x.c(), mean.c(), var.c(), gamma.c(), M, C, eps);
+  gpu().batchnorm_backward(dx.g(), dg.g(), db.g(), dy.g(), x.g(), mean.g(), var.g(), gamma.g(), M, C, eps);
+  check_twin(dx, kAccumulated, "dinp (=)");
+  check_twin(dg, kAccumulated, "dgamma (+=)");
+  check_twin(db, kAccumulated, "dbeta (+=)");
+
+  Twin<double> sums(2 * C, 0.0);
+  cpu().batchnorm_sums(sums.c(), x.c(), M, C);
+  gpu().batchnorm_sums(sums.g(), x.g(), M, C);
+  check_twin(sums, kAccumulated, "sums");
+  cpu().batchnorm_stats(mean.c(), var.c(), sums.c(), static_cast<double>(M), C);
+  gpu().batchnorm_stats(mean.g(), var.g(), sums.g(), static_cast<double>(M), C);
+  check_twin(var, kAccumulated, "stats var");
+  cpu().batchnorm_normalize(out.c(), x.c(), mean.c(), var.c(), gamma.c(), beta.c(), M, C, eps);
+  gpu().batchnorm_normalize(out.g(), x.g(), mean.g(), var.g(), gamma.g(), beta.g(), M, C, eps);
+  check_twin(out, kAccumulated, "normalize");
+  cpu().batchnorm_backward_sums(sums.c(), dg.c(), db.c(), dy.c(), x.c(), mean.c(), var.c(), M, C, eps);
+  gpu().batchnorm_backward_sums(sums.g(), dg.g(), db.g(), dy.g(), x.g(), mean.g(), var.g(), M, C, eps);
+  check_twin(sums, kAccumulated, "backward sums");
+  check_twin(dg, kAccumulated, "split dgamma (+=)");
+  cpu().batchnorm_backward_input(dx.c(), sums.c(), dy.c(), x.c(), mean.c(), var.c(), gamma.c(), 2.0 * M, M, C, eps);
+  gpu().batchnorm_backward_input(dx.g(), sums.g(), dy.g(), x.g(), mean.g(), var.g(), gamma.g(), 2.0 * M, M, C, eps);
+  check_twin(dx, kAccumulated, "split dinp over two replicas' count");
+  Twin<float> rm(C, 0.1f), rv(C, 0.9f);
+  cpu().batchnorm_update_running(rm.c(), rv.c(), mean.c(), var.c(), static_cast<double>(M), C, 0.1f);
+  gpu().batchnorm_update_running(rm.g(), rv.g(), mean.g(), var.g(), static_cast<double>(M), C, 0.1f);
+  check_twin(rm, kElementwise, "running mean");
+  check_twin(rv, kElementwise, "running var");
+}
+
+TEST_CASE("pooling, layout, classifier: maxpool 3x3/2, averages, NCHW->NHWC, loss and top-k") {
+  sg::Pool2dShape s;
+  s.N = 2, s.H = 11, s.W = 9, s.C = 6, s.R = 3, s.S = 3, s.stride = 2, s.pad = 1;
+  Twin<float> x(random_floats(static_cast<size_t>(s.in_size()), 91));
+  Twin<float> out(static_cast<size_t>(s.out_size()), 0.0f);
+  Twin<int32_t> argmax(static_cast<size_t>(s.out_size()), 0);  // each backend's own encoding
+  cpu().maxpool_forward(out.c(), argmax.c(), x.c(), s);
+  gpu().maxpool_forward(out.g(), argmax.g(), x.g(), s);
+  check_equal(out, "maxpool");
+  Twin<float> dout(random_floats(out.size(), 92)), dx(x.size(), 3.0f);
+  cpu().maxpool_backward(dx.c(), dout.c(), argmax.c(), s);
+  gpu().maxpool_backward(dx.g(), dout.g(), argmax.g(), s);
+  check_twin(dx, kElementwise, "maxpool backward (=)");
+
+  const int N = 4, C = 10, HW = 49;
+  Twin<float> img(random_floats(static_cast<size_t>(N) * C * HW, 93)), nhwc(img.size(), 0.0f);
+  cpu().nchw_to_nhwc(nhwc.c(), img.c(), N, C, HW);
+  gpu().nchw_to_nhwc(nhwc.g(), img.g(), N, C, HW);
+  check_equal(nhwc, "nchw_to_nhwc");
+  Twin<float> pooled(static_cast<size_t>(N) * C, 0.0f);
+  cpu().global_avgpool_forward(pooled.c(), nhwc.c(), N, HW, C);
+  gpu().global_avgpool_forward(pooled.g(), nhwc.g(), N, HW, C);
+  check_twin(pooled, kAccumulated, "global average pool");
+  Twin<float> dpooled(random_floats(pooled.size(), 94)), dimg(img.size(), 1.0f);
+  cpu().global_avgpool_backward(dimg.c(), dpooled.c(), N, HW, C);
+  gpu().global_avgpool_backward(dimg.g(), dpooled.g(), N, HW, C);
+  check_twin(dimg, kElementwise, "global average pool backward (=)");
+
+  const int rows = 9, K = 37;
+  Twin<float> logits(random_floats(static_cast<size_t>(rows) * K, 95, -3.0f, 3.0f));
+  Twin<int32_t> labels(random_ints(rows, 96, 0, K - 1));
+  Twin<float> losses(rows, 0.0f);
+  cpu().classifier_loss_forward_backward(losses.c(), nullptr, logits.c(), labels.c(), 0.1f, 0.0f, rows, K);
+  gpu().classifier_loss_forward_backward(losses.g(), nullptr, logits.g(), labels.g(), 0.1f, 0.0f, rows, K);
+  check_twin(losses, kAccumulated, "evaluation losses");
+  // Counted before training overwrites the logits with their gradient.
+  Twin<int64_t> correct(2, 0);
+  cpu().classifier_correct(correct.c(), correct.c() + 1, logits.c(), labels.c(), rows, K);
+  gpu().classifier_correct(correct.g(), correct.g() + 1, logits.g(), labels.g(), rows, K);
+  check_equal(correct, "top-1 and top-5 counts");
+  cpu().classifier_loss_forward_backward(losses.c(), logits.c(), logits.c(), labels.c(), 0.1f, 0.25f, rows, K);
+  gpu().classifier_loss_forward_backward(losses.g(), logits.g(), logits.g(), labels.g(), 0.1f, 0.25f, rows, K);
+  check_twin(losses, kAccumulated, "training losses");
+  check_twin(logits, kAccumulated, "dlogits (in place)");
+}
+
+TEST_CASE("optimizers: AdamW, SGD with Nesterov momentum, the global norm and clipping") {
+  const long n = 40000;  // three 16K blocks of the norm, the last ragged
+  Twin<float> g(random_floats(n, 101, -0.1f, 0.1f)), p(random_floats(n, 102));
+  Twin<float> m(n, 0.0f), v(n, 0.0f);
+  for (int step = 1; step <= 3; ++step) {
+    cpu().adamw_update(p.c(), m.c(), v.c(), g.c(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, step);
+    gpu().adamw_update(p.g(), m.g(), v.g(), g.g(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, step);
+  }
+  check_twin(p, kAccumulated, "adamw params");
+  check_twin(m, kAccumulated, "adamw m");
+  check_twin(v, kAccumulated, "adamw v");
+  Twin<float> q(random_floats(n, 103)), buf(n, 0.0f);
+  for (int step = 0; step < 3; ++step) {
+    cpu().sgd_update(q.c(), buf.c(), g.c(), n, 0.1f, 0.9f, 1e-4f, true);
+    gpu().sgd_update(q.g(), buf.g(), g.g(), n, 0.1f, 0.9f, 1e-4f, true);
+  }
+  check_twin(q, kAccumulated, "sgd params");
+  check_twin(buf, kAccumulated, "sgd momentum");
+  const double norm_cpu = cpu().sum_of_squares(g.c(), n), norm_gpu = gpu().sum_of_squares(g.g(), n);
+  CHECK(norm_gpu == doctest::Approx(norm_cpu).epsilon(1e-12));
+  const double norm = std::sqrt(norm_cpu);
+  CHECK(gpu().clip_by_global_norm(g.g(), n, norm, 1e9f) == 1.0f);  // below the limit: untouched
+  const float scale_cpu = cpu().clip_by_global_norm(g.c(), n, norm, 0.5f);
+  const float scale_gpu = gpu().clip_by_global_norm(g.g(), n, norm, 0.5f);
+  CHECK(scale_gpu == scale_cpu);
+  check_equal(g, "clipped gradient");
+}
+
+int main(int argc, char** argv) {
+  if (!sg::cuda_backend_compiled()) {
+    std::puts("skipped: built without the CUDA backend");
+    return 77;
+  }
+  if (sg::cuda_devices().empty()) {
+    std::puts("skipped: no CUDA device visible");
+    return 77;
+  }
+  doctest::Context context(argc, argv);
+  return context.run();
+}
