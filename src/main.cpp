@@ -9,6 +9,7 @@
 
 #include "backend/blas_core.h"
 #include "cli/commands.h"
+#include "cli/sweep_command.h"
 #include "launch/process_world.h"
 #include "util/error.h"
 
@@ -24,6 +25,7 @@ struct Arguments {
   uint64_t seed = 1337;
   bool peak = false;
   sg::PrepareArguments prepare;
+  sg::SweepArguments sweep;
 };
 
 void add_job_arguments(CLI::App* cmd, Arguments& args,
@@ -115,15 +117,47 @@ int main(int argc, char** argv) {
                     "imagenet: decode every image, not only its header");
   prepare->add_flag("--strict", args.prepare.strict, "imagenet: exit 1 when problems are found");
 
+  auto* sweep = app.add_subcommand(
+      "sweep", "run a grid or list of job overrides as separate runs, and summarise them");
+  sweep->add_option("SWEEP", args.sweep.file, "sweep file (YAML): base, grid, points, set, ...")
+      ->required();
+  auto* sweep_dry = sweep->add_flag("--dry-run", args.sweep.dry_run,
+                                    "list the points and their run directories; run nothing");
+  auto* sweep_summary =
+      sweep->add_flag("--summary", args.sweep.summary,
+                      "print and write <dir>/summary.csv from the run directories");
+  auto* sweep_index = sweep->add_option("--index", args.sweep.index,
+                                        "run only point N (what a Slurm array task runs)")
+                          ->check(CLI::NonNegativeNumber);
+  auto* sweep_slurm = sweep->add_flag(
+      "--slurm", args.sweep.slurm,
+      "write <dir>/sweep.sbatch, an array job of one task per point, and submit it with sbatch");
+  sweep_dry->excludes(sweep_summary, sweep_index, sweep_slurm);
+  sweep_summary->excludes(sweep_index, sweep_slurm);
+  sweep_index->excludes(sweep_slurm);
+  sweep->add_option("--max-parallel", args.sweep.max_parallel,
+                    "--slurm: array tasks running at once (default 4)")
+      ->check(CLI::PositiveNumber)
+      ->needs(sweep_slurm);
+  sweep->add_flag("--no-submit", args.sweep.no_submit, "--slurm: write the script only")
+      ->needs(sweep_slurm);
+  sweep->add_option("--sbatch-arg", args.sweep.sbatch_args,
+                    "--slurm: an extra sbatch option for the script, e.g. "
+                    "--sbatch-arg=--gres=gpu:4 (repeatable)")
+      ->allow_extra_args(false)
+      ->needs(sweep_slurm);
+
   auto* info = app.add_subcommand("info", "backends compiled in, devices, library versions");
   info->add_flag("--peak", args.peak, "also measure this machine's fp32 SGEMM peak");
 
   if (argc > 1 && argv[1][0] != '-') {
     const std::string command = argv[1];
     if (command != "train" && command != "plan" && command != "eval" && command != "sample" &&
-        command != "info" && command != "prepare") {
-      fmt::print(stderr, "error: unknown command '{}'; use one of train, plan, eval, sample, prepare, info "
-                 "(see singularity --help)\n", command);
+        command != "info" && command != "prepare" && command != "sweep") {
+      fmt::print(stderr,
+                 "error: unknown command '{}'; use one of train, plan, eval, sample, prepare, "
+                 "sweep, info (see singularity --help)\n",
+                 command);
       return sg::kExitUsage;
     }
   }
@@ -145,6 +179,7 @@ int main(int argc, char** argv) {
     if (*info) return sg::run_info_command(args.peak);
     if (*eval) return sg::run_eval_command(args.job, args.sets, args.checkpoint);
     if (*prepare) return sg::run_prepare_command(args.prepare);
+    if (*sweep) return sg::run_sweep_command(args.sweep);
   } catch (const sg::SpecError& e) {
     return report_and_exit(e.what(), sg::kExitUsage);
   } catch (const sg::RunError& e) {

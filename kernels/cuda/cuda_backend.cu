@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backend/device.h"
-#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/attention_op.h"
 #include "kernels/cuda/backend_kernels.cuh"
 #include "kernels/cuda/convnet.cuh"
 #include "kernels/cuda/crossentropy.cuh"
@@ -22,6 +22,7 @@
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/encoder.cuh"
 #include "kernels/cuda/layernorm.cuh"
+#include "kernels/cuda/op_timer.h"
 #include "kernels/cuda/optimizer.cuh"
 #include "kernels/cuda/pool.cuh"
 #include "tensor/dtype.h"
@@ -63,21 +64,6 @@ void fill_elements(void* data, size_t n, T value, cudaStream_t stream) {
   }
 }
 
-void require_attention_supported(int C, int NH) {
-  if (NH <= 0 || C % NH != 0) {
-    throw RunError("attention: C = " + std::to_string(C) + " is not a multiple of the " +
-                   std::to_string(NH) + " heads");
-  }
-  if (!cuda::attention_supported(C, NH)) {
-    throw RunError("attention head size " + std::to_string(C / NH) + " (C = " + std::to_string(C) +
-                   ", " + std::to_string(NH) + " heads) is above " +
-                   std::to_string(cuda::kMaxHeadSize) +
-                   ", the largest the CUDA flash-attention kernels take: raise model.n_head so "
-                   "that model.n_embd / model.n_head <= " + std::to_string(cuda::kMaxHeadSize) +
-                   ", or use devices.backend: cpu");
-  }
-}
-
 bool ranges_overlap(const void* a, const void* b, size_t bytes) {
   const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
   return x < y + bytes && y < x + bytes;
@@ -97,6 +83,8 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     SG_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_, cudaStreamNonBlocking, highest));
     SG_CUDA_CHECK(cudaMallocHost(&host_result_, sizeof(double)));
     gemm_ = std::make_unique<cuda::CublasLtGemm>(compute_, scratch_);
+    attention_ = std::make_unique<cuda::AttentionOp>(compute_, scratch_, device_);
+    timer_ = std::make_unique<cuda::OpTimer>(compute_);
   } catch (...) {
     release();
     throw;
@@ -110,6 +98,8 @@ void CudaBackend::release() noexcept {
   cudaSetDevice(device_);
   if (compute_ != nullptr) cudaStreamSynchronize(compute_);
   if (comm_ != nullptr) cudaStreamSynchronize(comm_);
+  timer_.reset();
+  attention_.reset();
   conv_.reset();
   gemm_.reset();
   if (host_result_ != nullptr) cudaFreeHost(host_result_);
@@ -137,6 +127,7 @@ void CudaBackend::set_precision(const std::string& precision) {
   }
   precision_ = precision;
   gemm_->set_math(math);
+  attention_->set_precision(precision);
   if (conv_ != nullptr) conv_->set_reduced_precision(math != Math::Fp32);
 }
 
@@ -215,6 +206,7 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
   activate();
   SG_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, compute_));
   SG_CUDA_CHECK(cudaStreamSynchronize(compute_));  // the ops before it, then the copy itself
+  timer_->collect();  // the host has waited anyway (nothing when profiling is off)
 }
 
 void CudaBackend::fill(const TensorView& t, double value) {
@@ -244,53 +236,59 @@ void CudaBackend::synchronize() {
   activate();
   SG_CUDA_CHECK(cudaStreamSynchronize(compute_));
   SG_CUDA_CHECK(cudaStreamSynchronize(comm_));  // collectives overlapping with compute
+  timer_->collect();
+}
+
+cuda::OpTimer::Scope CudaBackend::begin_op(const char* name) {
+  activate();
+  return cuda::OpTimer::Scope(*timer_, name);
 }
 
 // --- linear algebra and elementwise -----------------------------------------------------------
 
 void CudaBackend::matmul_forward(float* out, const float* inp, const float* weight,
                                  const float* bias, int N, int C, int OC) {
-  activate();
+  const auto timed = begin_op("matmul_forward");
   gemm_->forward(out, inp, weight, bias, N, C, OC);
 }
 void CudaBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, const float* weight, int N, int C, int OC) {
-  activate();
+  const auto timed = begin_op("matmul_backward");
   gemm_->backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 void CudaBackend::gelu_forward(float* out, const float* inp, long n) {
-  activate();
+  const auto timed = begin_op("gelu_forward");
   cuda::gelu_forward(out, inp, n, compute_);
 }
 void CudaBackend::gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
-  activate();
+  const auto timed = begin_op("gelu_backward");
   cuda::gelu_backward(dinp, inp, dout, n, compute_);
 }
 void CudaBackend::relu_forward(float* out, const float* inp, long n) {
-  activate();
+  const auto timed = begin_op("relu_forward");
   cuda::relu_forward(out, inp, n, compute_);
 }
 void CudaBackend::relu_backward(float* dinp, const float* out, const float* dout, long n) {
-  activate();
+  const auto timed = begin_op("relu_backward");
   cuda::relu_backward(dinp, out, dout, n, compute_);
 }
 void CudaBackend::residual_forward(float* out, const float* a, const float* b, long n) {
-  activate();
+  const auto timed = begin_op("residual_forward");
   cuda::residual_forward(out, a, b, n, compute_);
 }
 void CudaBackend::add_inplace(float* out, const float* in, long n) {
-  activate();
+  const auto timed = begin_op("add_inplace");
   cuda::add_inplace(out, in, n, compute_);
 }
 void CudaBackend::scale(float* x, float factor, long n) {
   if (n <= 0) return;
-  activate();
+  const auto timed = begin_op("scale");
   cuda::scale(x, factor, n, compute_);
 }
 
 void CudaBackend::add_bias(float* out, const float* bias, long N, long C) {
   if (C <= 0) return;
-  activate();
+  const auto timed = begin_op("add_bias");
   cuda::add_bias(out, bias, N, C, compute_);
 }
 
@@ -299,14 +297,14 @@ void CudaBackend::add_bias(float* out, const float* bias, long N, long C) {
 void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                     const float* weight, const float* bias, int N, int C) {
   if (N <= 0) return;
-  activate();
+  const auto timed = begin_op("layernorm_forward");
   cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, compute_);
 }
 void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                      const float* inp, const float* weight, const float* mean,
                                      const float* rstd, int N, int C) {
   if (N <= 0) return;
-  activate();
+  const auto timed = begin_op("layernorm_backward");
   float* partial = reinterpret_cast<float*>(
       scratch(sizeof(float) * static_cast<size_t>(cuda::layernorm_backward_scratch(N, C))));
   cuda::layernorm_backward(dinp, dweight, dbias, partial, dout, inp, weight, mean, rstd, N, C,
@@ -317,23 +315,19 @@ AttentionStorage CudaBackend::attention_storage(int B, int T, int NH) const {
 }
 void CudaBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
                                     int NH) {
-  require_attention_supported(C, NH);
-  if (B <= 0 || T <= 0) return;
-  activate();
-  cuda::attention_forward(out, att, qkv, B, T, C, NH, compute_);  // att: the log-sum-exp
+  const auto timed = begin_op("attention_forward");
+  attention_->forward(out, att, qkv, B, T, C, NH);  // att: the log-sum-exp
 }
 void CudaBackend::attention_backward(float* dqkv, float* scratch, const float* dout,
                                      const float* qkv, const float* out, const float* att, int B,
                                      int T, int C, int NH) {
-  require_attention_supported(C, NH);
-  if (B <= 0 || T <= 0) return;
-  activate();
-  // scratch: the rows' deltas (sum of dout * out per head), B * NH * T floats.
-  cuda::attention_backward(dqkv, scratch, dout, out, qkv, att, B, T, C, NH, compute_);
+  const auto timed = begin_op("attention_backward");
+  // scratch: our kernels' row deltas (sum of dout * out per head), B * NH * T floats.
+  attention_->backward(dqkv, scratch, dout, qkv, out, att, B, T, C, NH);
 }
 void CudaBackend::encoder_forward(float* out, const int32_t* inp, const float* wte,
                                   const float* wpe, int B, int T, int C) {
-  activate();
+  const auto timed = begin_op("encoder_forward");
   cuda::encoder_forward(out, inp, wte, wpe, B, T, C, compute_);
 }
 void CudaBackend::encoder_backward_range(float* dwte_local, float* dwpe, const float* dout,
@@ -362,61 +356,63 @@ void CudaBackend::encoder_backward_range(float* dwte_local, float* dwpe, const f
 }
 void CudaBackend::encoder_backward(float* dwte, float* dwpe, const float* dout,
                                    const int32_t* inp, int B, int T, int C) {
+  const auto timed = begin_op("encoder_backward");
   encoder_backward_range(dwte, dwpe, dout, inp, B, T, C, 0, INT_MAX);
 }
 void CudaBackend::embedding_forward_vocab_range(float* out, const int32_t* inp,
                                                 const float* wte_local, int N, int C, int v0,
                                                 int Vl) {
-  activate();
+  const auto timed = begin_op("embedding_forward_vocab_range");
   cuda::embedding_forward_vocab_range(out, inp, wte_local, N, C, v0, Vl, compute_);
 }
 void CudaBackend::position_add(float* out, const float* wpe, int B, int T, int C) {
-  activate();
+  const auto timed = begin_op("position_add");
   cuda::position_add(out, wpe, B, T, C, compute_);
 }
 void CudaBackend::encoder_backward_vocab_range(float* dwte_local, float* dwpe, const float* dout,
                                                const int32_t* inp, int B, int T, int C, int v0,
                                                int Vl) {
+  const auto timed = begin_op("encoder_backward_vocab_range");
   encoder_backward_range(dwte_local, dwpe, dout, inp, B, T, C, v0, Vl);
 }
 void CudaBackend::crossentropy_forward(float* losses, float* probs, const float* logits,
                                        const int32_t* targets, int N, int V, int Vp) {
   if (N <= 0) return;
-  activate();
+  const auto timed = begin_op("crossentropy_forward");
   cuda::crossentropy_forward(losses, probs, logits, targets, N, V, Vp, compute_);
 }
 void CudaBackend::crossentropy_backward(float* dlogits, const float* probs,
                                         const int32_t* targets, float dloss, int N, int V,
                                         int Vp) {
   if (N <= 0) return;
-  activate();
+  const auto timed = begin_op("crossentropy_backward");
   cuda::crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp, compute_);
 }
 void CudaBackend::crossentropy_forward_backward(float* losses, float* dlogits,
                                                 const float* logits, const int32_t* targets,
                                                 float dloss, int N, int V, int Vp) {
   if (N <= 0) return;
-  activate();
+  const auto timed = begin_op("crossentropy_forward_backward");
   cuda::crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp, compute_);
 }
 void CudaBackend::crossentropy_vp_max(float* row_max, const float* logits, int N, int Vl, int v0,
                                       int V) {
   if (N <= 0) return;
-  activate();
+  const auto timed = begin_op("crossentropy_vp_max");
   cuda::crossentropy_vp_max(row_max, logits, N, Vl, v0, V, compute_);
 }
 void CudaBackend::crossentropy_vp_sums(float* sum_exp, float* target_logit, const float* logits,
                                        const float* row_max, const int32_t* targets, int N,
                                        int Vl, int v0, int V) {
   if (N <= 0) return;
-  activate();
+  const auto timed = begin_op("crossentropy_vp_sums");
   cuda::crossentropy_vp_sums(sum_exp, target_logit, logits, row_max, targets, N, Vl, v0, V,
                              compute_);
 }
 void CudaBackend::crossentropy_vp_losses(float* losses, const float* row_max,
                                          const float* sum_exp, const float* target_logit, int N) {
   if (N <= 0) return;
-  activate();
+  const auto timed = begin_op("crossentropy_vp_losses");
   cuda::crossentropy_vp_losses(losses, row_max, sum_exp, target_logit, N, compute_);
 }
 void CudaBackend::crossentropy_vp_backward(float* dlogits, const float* logits,
@@ -424,7 +420,7 @@ void CudaBackend::crossentropy_vp_backward(float* dlogits, const float* logits,
                                            const int32_t* targets, float dloss, int N, int Vl,
                                            int v0, int V) {
   if (N <= 0) return;
-  activate();
+  const auto timed = begin_op("crossentropy_vp_backward");
   cuda::crossentropy_vp_backward(dlogits, logits, row_max, sum_exp, targets, dloss, N, Vl, v0, V,
                                  compute_);
 }
@@ -433,12 +429,12 @@ void CudaBackend::crossentropy_vp_backward(float* dlogits, const float* logits,
 
 void CudaBackend::conv2d_forward(float* out, const float* inp, const float* weight,
                                  const Conv2dShape& s) {
-  activate();
+  const auto timed = begin_op("conv2d_forward");
   conv().forward(out, inp, weight, s);
 }
 void CudaBackend::conv2d_backward(float* dinp, float* dweight, const float* dout,
                                   const float* inp, const float* weight, const Conv2dShape& s) {
-  activate();
+  const auto timed = begin_op("conv2d_backward");
   conv().backward(dinp, dweight, dout, inp, weight, s);
 }
 std::pair<double*, double*> CudaBackend::batchnorm_scratch(long M, int C) {
@@ -453,7 +449,7 @@ void CudaBackend::batchnorm_forward_train(float* out, float* mean, float* var, c
                                           const float* gamma, const float* beta, long M, int C,
                                           float eps) {
   if (M <= 0 || C <= 0) return;
-  activate();
+  const auto timed = begin_op("batchnorm_forward_train");
   // The split kernels in sequence: column sums, statistics over this replica's M rows, normalize.
   const auto [sums, partial] = batchnorm_scratch(M, C);
   cuda::batchnorm_sums(sums, partial, inp, M, C, compute_);
@@ -464,7 +460,7 @@ void CudaBackend::batchnorm_backward(float* dinp, float* dgamma, float* dbeta, c
                                      const float* inp, const float* mean, const float* var,
                                      const float* gamma, long M, int C, float eps) {
   if (M <= 0 || C <= 0) return;
-  activate();
+  const auto timed = begin_op("batchnorm_backward");
   const auto [sums, partial] = batchnorm_scratch(M, C);
   cuda::batchnorm_backward_sums(sums, partial, dgamma, dbeta, dout, inp, mean, var, M, C, eps,
                                 compute_);
@@ -473,7 +469,7 @@ void CudaBackend::batchnorm_backward(float* dinp, float* dgamma, float* dbeta, c
 }
 void CudaBackend::batchnorm_sums(double* sums, const float* inp, long M, int C) {
   if (C <= 0) return;
-  activate();
+  const auto timed = begin_op("batchnorm_sums");
   if (M <= 0) {  // sums over no rows
     SG_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * 2 * static_cast<size_t>(C), compute_));
     return;
@@ -484,21 +480,21 @@ void CudaBackend::batchnorm_sums(double* sums, const float* inp, long M, int C) 
 void CudaBackend::batchnorm_stats(float* mean, float* var, const double* sums, double count,
                                   int C) {
   if (C <= 0) return;
-  activate();
+  const auto timed = begin_op("batchnorm_stats");
   cuda::batchnorm_stats(mean, var, sums, count, C, compute_);
 }
 void CudaBackend::batchnorm_normalize(float* out, const float* inp, const float* mean,
                                       const float* var, const float* gamma, const float* beta,
                                       long M, int C, float eps) {
   if (C <= 0) return;
-  activate();
+  const auto timed = begin_op("batchnorm_normalize");
   cuda::batchnorm_normalize(out, inp, mean, var, gamma, beta, M, C, eps, compute_);
 }
 void CudaBackend::batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta,
                                           const float* dout, const float* inp, const float* mean,
                                           const float* var, long M, int C, float eps) {
   if (C <= 0) return;
-  activate();
+  const auto timed = begin_op("batchnorm_backward_sums");
   if (M <= 0) {  // sums over no rows; the parameter gradients gain nothing
     SG_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * 2 * static_cast<size_t>(C), compute_));
     return;
@@ -512,7 +508,7 @@ void CudaBackend::batchnorm_backward_input(float* dinp, const double* sums, cons
                                            const float* gamma, double count, long M, int C,
                                            float eps) {
   if (C <= 0) return;
-  activate();
+  const auto timed = begin_op("batchnorm_backward_input");
   cuda::batchnorm_backward_input(dinp, sums, dout, inp, mean, var, gamma, count, M, C, eps,
                                  compute_);
 }
@@ -520,44 +516,44 @@ void CudaBackend::batchnorm_update_running(float* running_mean, float* running_v
                                            const float* mean, const float* var, double count,
                                            int C, float momentum) {
   if (C <= 0) return;
-  activate();
+  const auto timed = begin_op("batchnorm_update_running");
   cuda::batchnorm_update_running(running_mean, running_var, mean, var, count, C, momentum,
                                  compute_);
 }
 void CudaBackend::maxpool_forward(float* out, int32_t* argmax, const float* inp,
                                   const Pool2dShape& s) {
-  activate();
+  const auto timed = begin_op("maxpool_forward");
   cuda::maxpool_forward(out, argmax, inp, s, compute_);
 }
 void CudaBackend::maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
                                    const Pool2dShape& s) {
-  activate();
+  const auto timed = begin_op("maxpool_backward");
   cuda::maxpool_backward(dinp, dout, argmax, s, compute_);
 }
 void CudaBackend::nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) {
-  activate();
+  const auto timed = begin_op("nchw_to_nhwc");
   cuda::nchw_to_nhwc(out, inp, N, C, HW, compute_);
 }
 void CudaBackend::global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) {
   if (static_cast<long>(N) * C <= 0) return;
-  activate();
+  const auto timed = begin_op("global_avgpool_forward");
   cuda::global_avgpool_forward(out, inp, N, HW, C, compute_);
 }
 void CudaBackend::global_avgpool_backward(float* dinp, const float* dout, int N, int HW, int C) {
-  activate();
+  const auto timed = begin_op("global_avgpool_backward");
   cuda::global_avgpool_backward(dinp, dout, N, HW, C, compute_);
 }
 void CudaBackend::classifier_loss_forward_backward(float* losses, float* dlogits,
                                                    const float* logits, const int32_t* labels,
                                                    float smoothing, float dloss, int N, int K) {
   if (N <= 0) return;
-  activate();
+  const auto timed = begin_op("classifier_loss_forward_backward");
   cuda::classifier_loss_forward_backward(losses, dlogits, logits, labels, smoothing, dloss, N, K,
                                          compute_);
 }
 void CudaBackend::classifier_correct(int64_t* top1, int64_t* top5, const float* logits,
                                      const int32_t* labels, int N, int K) {
-  activate();
+  const auto timed = begin_op("classifier_correct");
   if (N <= 0) {
     SG_CUDA_CHECK(cudaMemsetAsync(top1, 0, sizeof(int64_t), compute_));
     SG_CUDA_CHECK(cudaMemsetAsync(top5, 0, sizeof(int64_t), compute_));
@@ -579,17 +575,17 @@ void CudaBackend::classifier_correct(int64_t* top1, int64_t* top5, const float* 
 void CudaBackend::adamw_update(float* params, float* m, float* v, const float* grads, long n,
                                float lr, float beta1, float beta2, float eps, float weight_decay,
                                int step) {
-  activate();
+  const auto timed = begin_op("adamw_update");
   cuda::adamw_update(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay, step, compute_);
 }
 void CudaBackend::sgd_update(float* params, float* momentum_buffer, const float* grads, long n,
                              float lr, float momentum, float weight_decay, bool nesterov) {
-  activate();
+  const auto timed = begin_op("sgd_update");
   cuda::sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov,
                    compute_);
 }
 double CudaBackend::sum_of_squares(const float* x, long n) {
-  activate();
+  const auto timed = begin_op("sum_of_squares");
   ScratchLayout layout;
   const size_t total_at = layout.add(sizeof(double));
   const size_t blocks_at =
@@ -600,13 +596,14 @@ double CudaBackend::sum_of_squares(const float* x, long n) {
   SG_CUDA_CHECK(
       cudaMemcpyAsync(host_result_, total, sizeof(double), cudaMemcpyDeviceToHost, compute_));
   SG_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  timer_->collect();
   return *host_result_;
 }
 float CudaBackend::clip_by_global_norm(float* x, long n, double norm, float max_norm) {
   // As kernels/cpu/grad_norm.cpp: scale only when the norm is above the limit.
   if (!(norm > max_norm)) return 1.0f;
   const float scale = static_cast<float>(max_norm / (norm + 1e-6));
-  activate();
+  const auto timed = begin_op("clip_by_global_norm");
   cuda::scale(x, scale, n, compute_);
   return scale;
 }

@@ -1,8 +1,10 @@
 #pragma once
 // The CUDA backend (DESIGN §4): device memory, copies and fills on one GPU, and every op of
 // backend.h enqueued on the backend's compute stream: our kernels (kernels/cuda/*.cuh), GEMMs
-// through cuBLASLt (cublaslt_gemm.h) and convolutions through cuDNN (cudnn_conv.h). Each op is
-// checked against the CPU backend in tests/cuda/cuda_backend_test.cpp.
+// through cuBLASLt (cublaslt_gemm.h), convolutions through cuDNN (cudnn_conv.h), attention through
+// cuDNN's fused SDPA or our flash kernels (attention_op.h). Each op is checked against the CPU
+// backend in tests/cuda/cuda_backend_test.cpp. With SINGULARITY_PROFILE_OPS=1 every op is timed
+// on the GPU by CUDA events (op_timer.h).
 //
 // Streams: `compute` carries every op, copy and fill in issue order; `comm` carries the NCCL
 // collectives that overlap with compute (nccl_communicator.h), ordered against compute with
@@ -16,8 +18,10 @@
 
 #include "backend/backend.h"
 #include "kernels/cuda/device_memory.h"
+#include "kernels/cuda/op_timer.h"
 
 namespace sg::cuda {
+class AttentionOp;
 class CublasLtGemm;
 class CudnnConv;
 }  // namespace sg::cuda
@@ -38,8 +42,9 @@ class CudaBackend final : public Backend {
   // Makes this backend's GPU the current device of the calling thread (every op does).
   void activate() const;
   // train.precision: fp32 (default) is fp32 math throughout, no TF32; bf16 / fp16 multiply on
-  // tensor cores: cuBLASLt CUBLAS_COMPUTE_32F_FAST_16BF / _16F, and cuDNN's tensor-op math
-  // (TF32, or fp16 by down-conversion, as cuDNN picks per convolution).
+  // tensor cores: cuBLASLt CUBLAS_COMPUTE_32F_FAST_16BF / _16F, cuDNN's tensor-op math
+  // (TF32, or fp16 by down-conversion, as cuDNN picks per convolution), and attention through
+  // cuDNN's fused SDPA on 16-bit copies where the module has it (attention_op.h).
   void set_precision(const std::string& precision) override;
   const std::string& precision() const { return precision_; }
 
@@ -163,6 +168,9 @@ class CudaBackend final : public Backend {
   // The batch norm's column sums (2C doubles) and their per-band partial sums, in the scratch.
   std::pair<double*, double*> batchnorm_scratch(long M, int C);
   void release() noexcept;  // what the destructor (or a failing constructor) frees
+  // Every op starts with this: the device made current, and the op timed until the returned
+  // scope ends (when profiling; else nothing).
+  cuda::OpTimer::Scope begin_op(const char* name);
   // cuDNN, made on the first convolution: a transformer never loads it.
   cuda::CudnnConv& conv();
 
@@ -174,6 +182,8 @@ class CudaBackend final : public Backend {
   cuda::DeviceScratch scratch_;
   std::unique_ptr<cuda::CublasLtGemm> gemm_;
   std::unique_ptr<cuda::CudnnConv> conv_;
+  std::unique_ptr<cuda::AttentionOp> attention_;
+  std::unique_ptr<cuda::OpTimer> timer_;
   double* host_result_ = nullptr;  // pinned: sum_of_squares' result comes back through it
 };
 

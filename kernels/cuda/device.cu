@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/device.h"
+#include "kernels/cuda/attention_op.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_memory.h"
 #include "util/error.h"
@@ -40,6 +41,7 @@ std::vector<std::string> cuda_library_versions() {
                 "." + std::to_string(CUDNN_PATCHLEVEL));
   out.push_back("nccl " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." +
                 std::to_string(NCCL_PATCH));
+  out.push_back(cuda::fused_attention_summary());
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Elementwise kernels (contracts as kernels/gelu.h, relu.h, residual.h, pool.h's nchw_to_nhwc),
 // and the casts of mixed precision. Grid-stride loops, one element per thread per step.
+#include "kernels/cuda/casts.cuh"
 #include "kernels/cuda/kernel_support.cuh"
 
 namespace sg::cuda {
@@ -58,14 +59,6 @@ __global__ void fill(float* x, float value, long n) {
   SG_GRID_STRIDE(i, n) x[i] = value;
 }
 
-__global__ void cast_to_bf16(__nv_bfloat16* out, const float* in, long n) {
-  SG_GRID_STRIDE(i, n) out[i] = __float2bfloat16(in[i]);  // round to nearest even
-}
-
-__global__ void cast_from_bf16(float* out, const __nv_bfloat16* in, long n) {
-  SG_GRID_STRIDE(i, n) out[i] = __bfloat162float(in[i]);
-}
-
 // out (N, HW, C) from inp (N, C, HW).
 __global__ void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) {
   const long n_all = static_cast<long>(N) * C * HW;
@@ -107,11 +100,12 @@ inline void add_bias(float* out, const float* bias, long N, long C, Stream s) {
 }
 inline void scale(float* x, float factor, long n, Stream s) { SG_ELEMENTWISE(scale, n, s, x, factor, n); }
 inline void fill(float* x, float value, long n, Stream s) { SG_ELEMENTWISE(fill, n, s, x, value, n); }
+// The casts of mixed precision (casts.cuh), for bf16.
 inline void cast_to_bf16(__nv_bfloat16* out, const float* in, long n, Stream s) {
-  SG_ELEMENTWISE(cast_to_bf16, n, s, out, in, n);
+  cast_to_16bit(out, in, n, s);
 }
 inline void cast_from_bf16(float* out, const __nv_bfloat16* in, long n, Stream s) {
-  SG_ELEMENTWISE(cast_from_bf16, n, s, out, in, n);
+  cast_from_16bit(out, in, n, s);
 }
 inline void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW, Stream s) {
   SG_ELEMENTWISE(nchw_to_nhwc, static_cast<long>(N) * C * HW, s, out, inp, N, C, HW);

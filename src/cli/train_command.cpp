@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "launch/process_world.h"
+#include "launch/stop_signal.h"
 #include "train/trainer.h"
 #include "util/error.h"
 
@@ -15,9 +16,10 @@ int run_train_command(const std::string& job_path, const std::vector<std::string
   const auto launcher = detect_launcher();
   if (!launcher && spec.devices.processes > 1) {
     // Started alone: launch the job's processes ourselves.
-    return relaunch_under_mpirun(spec.devices.processes, program_arguments());
+    return relaunch_job(spec.devices.processes, program_arguments());
   }
   auto world = open_world(launcher);
+  install_stop_handlers();
   if (world->size() != spec.devices.processes) {
     // Every rank sees the same mismatch: rank 0 says so and all end normally with the usage
     // code (no MPI_Abort from every rank at once, which can crash mpirun itself).
@@ -34,6 +36,12 @@ int run_train_command(const std::string& job_path, const std::vector<std::string
   TrainOptions options;
   options.stop_after = stop_after;
   const TrainResult r = run_training(spec, *world, options);
+  if (!r.stopped_by.empty()) {
+    // Every rank: the launcher passes the code on. Saved already, so when the launcher ends
+    // the slower ranks on seeing the first exit, they go quietly.
+    settle_stop_handlers(kExitInterrupted);
+    return kExitInterrupted;
+  }
   if (world->rank() != 0) return 0;
   if (r.last_step == r.first_step) {
     fmt::print("nothing to do: the run in {} is already at step {} ({})\n", spec.log.dir,

@@ -67,6 +67,12 @@ struct TrainSpec {
   double loss_scale = 0;           // fp16: the first dynamic loss scale (0 = 65536)
   std::string recompute = "none";  // none | selective | full
   bool deterministic = false;
+  // Wall-clock limit of one run ("" = none; "3600", "45m", "2h", "HH:MM:SS", "D-HH:MM:SS"):
+  // the run checkpoints and exits 3 before a step would cross it; a resume goes on.
+  std::string time_limit;
+  // Steps in a row whose loss or gradients were not finite (each skipped, weights untouched)
+  // before the run stops with an error naming the last good checkpoint.
+  int max_skipped_steps = 5;
 };
 
 struct EvalSpec {

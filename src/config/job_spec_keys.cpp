@@ -60,6 +60,8 @@ const JobSpecKey kKeys[] = {
     SG_KEY(train.precision),
     SG_KEY(train.recompute),
     SG_KEY(train.loss_scale),
+    SG_KEY(train.time_limit),
+    SG_KEY(train.max_skipped_steps),
     SG_KEY(train.deterministic),
     SG_KEY(eval.every),
     SG_KEY(eval.steps),

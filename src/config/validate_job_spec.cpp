@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <vector>
 
+#include "config/duration.h"
 #include "config/job_spec_keys.h"
 #include "config/load_job_spec.h"
 #include "util/error.h"
@@ -232,6 +233,12 @@ class SpecChecker {
                          "by one is exact), e.g. 65536",
                          t.loss_scale));
     }
+    if (!t.time_limit.empty() && !parse_duration_seconds(t.time_limit))
+      fail({"train.time_limit"},
+           fmt::format("train.time_limit '{}' is not a duration; write seconds (3600), a unit "
+                       "(90m, 2h, 1d) or Slurm's form (HH:MM:SS, D-HH:MM:SS)",
+                       t.time_limit));
+    at_least("train.max_skipped_steps", t.max_skipped_steps, 1);
     if (t.recompute == "selective" && s_.model.arch == "resnet")
       fail({"train.recompute", "model.arch"},
            "train.recompute selective recomputes a transformer's attention core, which a ResNet "

@@ -1,9 +1,14 @@
 #include "launch/process_world.h"
 
 #include <mpi.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +17,7 @@
 #include <thread>
 
 #include "comm/mpi_communicator.h"
+#include "launch/stop_signal.h"
 #include "util/error.h"
 
 namespace sg {
@@ -39,27 +45,41 @@ void finalize_mpi() {
 }  // namespace
 
 std::optional<LauncherInfo> detect_launcher() {
-  if (auto size = env_int("OMPI_COMM_WORLD_SIZE")) {
-    return LauncherInfo{"mpirun", *size, env_int("OMPI_COMM_WORLD_LOCAL_RANK").value_or(0),
-                        env_int("OMPI_COMM_WORLD_LOCAL_SIZE").value_or(1)};
+  if (auto size = env_int("OMPI_COMM_WORLD_SIZE")) return LauncherInfo{"mpirun", *size, true};
+  if (std::getenv("SLURM_STEP_ID") != nullptr) {
+    // A task of a job step. SLURM_STEP_NUM_TASKS is the step's size (SLURM_NTASKS the
+    // allocation's); PMIX_RANK / PMI_RANK say srun gave MPI a way to find the other tasks.
+    const int size = env_int("SLURM_STEP_NUM_TASKS").value_or(env_int("SLURM_NTASKS").value_or(1));
+    const bool pmi = std::getenv("PMIX_RANK") != nullptr || std::getenv("PMI_RANK") != nullptr;
+    return LauncherInfo{"srun", size, pmi};
   }
-  if (auto size = env_int("PMIX_SIZE")) {
-    return LauncherInfo{"pmix", *size, env_int("SLURM_LOCALID").value_or(0),
-                        env_int("SLURM_NTASKS_PER_NODE").value_or(1)};
-  }
-  if (auto size = env_int("SLURM_NTASKS"); size && env_int("SLURM_PROCID")) {
-    return LauncherInfo{"srun", *size, env_int("SLURM_LOCALID").value_or(0),
-                        env_int("SLURM_NTASKS_PER_NODE").value_or(1)};
-  }
-  if (auto size = env_int("PMI_SIZE")) {
-    return LauncherInfo{"pmi", *size, env_int("MPI_LOCALRANKID").value_or(0),
-                        env_int("MPI_LOCALNRANKS").value_or(1)};
-  }
+  if (auto size = env_int("PMIX_SIZE")) return LauncherInfo{"pmix", *size, true};
+  if (auto size = env_int("PMI_SIZE")) return LauncherInfo{"pmi", *size, true};
   return std::nullopt;
+}
+
+bool inside_slurm_allocation() {
+  return std::getenv("SLURM_JOB_ID") != nullptr && std::getenv("SLURM_STEP_ID") == nullptr;
 }
 
 std::unique_ptr<Communicator> open_world(const std::optional<LauncherInfo>& launcher) {
   if (!launcher) return make_single_process_communicator();
+  if (!launcher->has_pmi) {
+    // An srun step without PMI: MPI cannot find the other tasks (Open MPI aborts in MPI_Init),
+    // so each would train alone. Refused before MPI starts; only the first task says so.
+    if (launcher->world_size > 1) {
+      if (env_int("SLURM_PROCID").value_or(0) == 0) {
+        std::fprintf(stderr,
+                     "error: srun started %d tasks without PMI, so MPI cannot join them into "
+                     "one job; run srun --mpi=pmix singularity ... (or set MpiDefault=pmix in "
+                     "slurm.conf)\n",
+                     launcher->world_size);
+      }
+      std::fflush(stderr);
+      std::exit(kExitUsage);
+    }
+    return make_single_process_communicator();  // one task: no MPI needed
+  }
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -73,19 +93,98 @@ std::unique_ptr<Communicator> open_world(const std::optional<LauncherInfo>& laun
   return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
 }
 
-int relaunch_under_mpirun(int processes, const std::vector<std::string>& args) {
+NodeShare node_share(int fallback_size) {
+  int initialized = 0, finalized = 0, size = 1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size <= 1) return NodeShare{0, std::max(1, fallback_size)};
+  static const NodeShare shared = [] {
+    // The processes that can share memory with this one are the ones on its node, whatever
+    // the launcher told (or did not tell) the environment.
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    NodeShare n;
+    MPI_Comm_rank(node, &n.local_rank);
+    MPI_Comm_size(node, &n.local_size);
+    MPI_Comm_free(&node);
+    return n;
+  }();
+  return shared;
+}
+
+namespace {
+
+volatile sig_atomic_t g_launcher_pid = 0;
+volatile sig_atomic_t g_forwarded = 0;
+std::atomic<long long> g_first_forward_ns{0};
+
+long long monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// The first stop signal becomes SIGUSR1 for the ranks (mpirun and srun both pass it on), which
+// checkpoint and stop; a later one (past the debounce) SIGTERM, which ends them at once.
+void forward_signal(int) {
+  const pid_t child = g_launcher_pid;
+  if (child <= 0) return;
+  const long long now = monotonic_ns();
+  if (g_forwarded == 0) {
+    g_forwarded = 1;
+    g_first_forward_ns.store(now);
+    kill(child, SIGUSR1);
+    return;
+  }
+  const long long debounce =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(kSignalDebounce).count();
+  if (now - g_first_forward_ns.load() >= debounce) kill(child, SIGTERM);
+}
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  std::string dirs = path;
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = dirs.substr(start, end - start);
+    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+std::vector<std::string> launcher_command(int processes) {
+  if (inside_slurm_allocation()) {
+    if (on_path("srun")) {
+      // --kill-on-bad-exit: a rank that dies takes the step down instead of leaving the others
+      // waiting in a collective.
+      return {"srun", "--mpi=pmix", "--ntasks=" + std::to_string(processes),
+              "--kill-on-bad-exit=1"};
+    }
+  }
   // --quiet: no Open MPI banner when a rank aborts; the rank has printed its own error line.
-  std::vector<std::string> command = {"mpirun", "--quiet", "-np", std::to_string(processes)};
-  // Always: Open MPI counts slots as physical cores within the cpuset, which can be fewer than
-  // hardware_concurrency() reports (hyper-threads, containers); we size threads ourselves.
-  command.push_back("--oversubscribe");
+  // --oversubscribe always: Open MPI counts slots as physical cores within the cpuset, which
+  // can be fewer than hardware_concurrency() reports (hyper-threads, containers); we size
+  // threads ourselves.
+  std::vector<std::string> command = {"mpirun", "--quiet", "-np", std::to_string(processes),
+                                      "--oversubscribe"};
   if (geteuid() == 0) command.push_back("--allow-run-as-root");
-  // Rank output goes straight to our stdout/stderr (mpirun forwards it); ranks other than 0
-  // keep quiet, so this is rank 0's output and any rank's error line.
-  command.push_back("/proc/self/exe");
+  return command;
+}
+
+}  // namespace
+
+int relaunch_job(int processes, const std::vector<std::string>& args) {
+  std::vector<std::string> command = launcher_command(processes);
+  const std::string launcher = command.front();
+  // Rank output goes straight to our stdout/stderr (the launcher forwards it); ranks other than
+  // 0 keep quiet, so this is rank 0's output and any rank's error line.
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) command.back() = std::string(self, static_cast<size_t>(n));
+  command.push_back(n > 0 ? std::string(self, static_cast<size_t>(n)) : "/proc/self/exe");
   for (size_t i = 1; i < args.size(); ++i) command.push_back(args[i]);
 
   std::vector<char*> argv;
@@ -93,22 +192,47 @@ int relaunch_under_mpirun(int processes, const std::vector<std::string>& args) {
   argv.push_back(nullptr);
   std::fflush(stdout);
   std::fflush(stderr);
+  const pid_t parent = getpid();
   const pid_t child = fork();
-  if (child < 0) throw RunError("fork failed: cannot start mpirun");
+  if (child < 0) throw RunError("fork failed: cannot start " + launcher);
   if (child == 0) {
-    execvp("mpirun", argv.data());
+    // A process group of its own: a terminal's Ctrl-C reaches only us, and we pass it on once.
+    // Dies with us, so a killed parent never leaves a launcher and its ranks behind.
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(kExitRuntime);
+    execvp(command.front().c_str(), argv.data());
     std::fprintf(stderr,
-                 "error: cannot run mpirun (%s); install OpenMPI (scripts/setup) or start the "
-                 "job under your launcher: mpirun -np %d singularity train ...\n",
-                 std::strerror(errno), processes);
+                 "error: cannot run %s (%s); install OpenMPI (scripts/setup) or start the job "
+                 "under your launcher: mpirun -np %d singularity train ...\n",
+                 launcher.c_str(), std::strerror(errno), processes);
     _exit(kExitRuntime);
   }
+  g_launcher_pid = child;
+  struct sigaction action {};
+  action.sa_handler = forward_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaction(s, &action, nullptr);
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) throw RunError("waitpid on mpirun failed");
+    if (errno != EINTR) throw RunError("waitpid on " + launcher + " failed");
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return kExitRuntime;
+  g_launcher_pid = 0;
+  const int code = WIFEXITED(status)     ? WEXITSTATUS(status)
+                   : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                         : kExitRuntime;
+  if (code > 128 && code < 128 + 32 && g_forwarded == 0) {
+    // A rank died from a signal it did not handle: it could print nothing itself.
+    const int signal = code - 128;
+    std::fprintf(stderr,
+                 "error: a process of the job was killed by %s (signal %d%s); the job stopped. "
+                 "Its checkpoints are kept: run the job again with checkpoint.resume: auto to "
+                 "continue\n",
+                 strsignal(signal), signal,
+                 signal == SIGKILL ? ": out of memory, or killed by someone" : "");
+  }
+  return code;
 }
 
 void remember_arguments(int argc, char** argv) { g_arguments.assign(argv, argv + argc); }

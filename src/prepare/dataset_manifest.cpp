@@ -1,5 +1,7 @@
 #include "prepare/dataset_manifest.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -19,10 +21,19 @@ bool is_shard_name(const std::string& name) {
   return std::regex_match(name, pattern);
 }
 
+std::vector<fs::path> dataset_shards(const std::string& dir) {
+  std::error_code ec;
+  std::vector<fs::path> shards;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_regular_file() && is_shard_name(entry.path().filename().string()))
+      shards.push_back(entry.path());
+  return shards;
+}
+
 }  // namespace
 
-void prepare_destination(const std::string& dst, const std::string& kind, const std::string& source,
-                         bool force) {
+std::string prepare_destination(const std::string& dst, const std::string& kind,
+                                const std::string& source, bool force) {
   std::error_code ec;
   if (fs::exists(dst, ec) && !fs::is_directory(dst, ec))
     throw SpecError(dst + ": exists and is not a directory; give a directory for the dataset");
@@ -30,11 +41,7 @@ void prepare_destination(const std::string& dst, const std::string& kind, const 
   if (ec) throw RunError(dst + ": cannot create the directory: " + ec.message());
 
   const std::string manifest_path = dst + "/" + kDatasetManifestName;
-  std::vector<fs::path> shards;
-  for (const auto& entry : fs::directory_iterator(dst, ec))
-    if (entry.is_regular_file() && is_shard_name(entry.path().filename().string()))
-      shards.push_back(entry.path());
-
+  const std::vector<fs::path> shards = dataset_shards(dst);
   if (!force) {
     const std::string advice = "; choose another destination or pass --force to replace it";
     if (fs::exists(manifest_path)) {
@@ -53,10 +60,35 @@ void prepare_destination(const std::string& dst, const std::string& kind, const 
                       ") but no dataset.json, so they may belong to another dataset" + advice);
     }
   }
-  // From here the old dataset is gone: without a dataset.json a half-written DST never passes
-  // for a complete one.
-  fs::remove(manifest_path, ec);
-  for (const auto& s : shards) fs::remove(s, ec);
+  // Staging directories of earlier prepares that died (a kill leaves no chance to clean up).
+  for (const auto& entry : fs::directory_iterator(dst, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && name.rfind(".prepare-", 0) == 0) fs::remove_all(entry.path(), ec);
+  }
+  const std::string staging = dst + "/.prepare-" + std::to_string(getpid());
+  fs::create_directory(staging, ec);
+  if (ec) throw RunError(staging + ": cannot create the directory: " + ec.message());
+  return staging;
+}
+
+void install_dataset(const std::string& dst, const std::string& staging) {
+  std::error_code ec;
+  const std::string manifest = std::string("/") + kDatasetManifestName;
+  fs::remove(dst + manifest, ec);
+  for (const auto& s : dataset_shards(dst)) fs::remove(s, ec);
+  for (const auto& s : dataset_shards(staging)) {
+    fs::rename(s, fs::path(dst) / s.filename(), ec);
+    if (ec) throw RunError(dst + ": cannot move the new shard " + s.filename().string() +
+                           " in: " + ec.message() + "; the new dataset is in " + staging);
+  }
+  fs::rename(staging + manifest, dst + manifest, ec);
+  if (ec) throw RunError(dst + manifest + ": cannot move the new manifest in: " + ec.message());
+  fs::remove_all(staging, ec);
+}
+
+void discard_staging(const std::string& staging) {
+  std::error_code ec;
+  fs::remove_all(staging, ec);
 }
 
 void write_dataset_manifest(const std::string& dst, const nlohmann::json& manifest) {

@@ -17,12 +17,21 @@ namespace sg {
 
 constexpr const char* kDatasetManifestName = "dataset.json";
 
-// Makes dst ready for a dataset of `kind` from `source` (an absolute path): creates it if
-// needed; if it holds a dataset.json naming another kind or source, or shards without a
-// dataset.json, throws SpecError unless `force`. Then removes the old dataset.json and
-// train_/val_ shards, so no stale shard of a longer earlier run survives next to the new ones.
-void prepare_destination(const std::string& dst, const std::string& kind, const std::string& source,
-                         bool force);
+// Checks that dst may receive a dataset of `kind` from `source` (an absolute path): creates it
+// if needed; if it holds a dataset.json naming another kind or source, or shards without a
+// dataset.json, throws SpecError unless `force`. Returns an empty staging directory inside dst
+// (".prepare-<pid>") for the new dataset: the old one stays whole until install_dataset.
+std::string prepare_destination(const std::string& dst, const std::string& kind,
+                                const std::string& source, bool force);
+
+// Replaces dst's dataset (dataset.json and train_/val_ shards, so no stale shard of a longer
+// earlier run survives) with the complete one in `staging`, then removes `staging`. The old
+// dataset.json goes first and the new one arrives last, so a directory with a dataset.json
+// always holds one complete dataset.
+void install_dataset(const std::string& dst, const std::string& staging);
+
+// Removes a staging directory left by a failed prepare (no error if it is gone).
+void discard_staging(const std::string& staging);
 
 // Writes dst/dataset.json atomically.
 void write_dataset_manifest(const std::string& dst, const nlohmann::json& manifest);

@@ -74,7 +74,16 @@ int run_prepare(const std::string& kind, const std::string& src, const std::stri
   if (kind == "openwebtext") input_total = total_file_size(list_openwebtext_inputs(src));
   if (kind == "wikipedia") input_total = file_size_or_zero(src);
 
-  prepare_destination(dst, kind, source, options.force);
+  // The new dataset is written beside the old one and replaces it only when complete, so a
+  // prepare that fails (or is killed) leaves the previous dataset as it was.
+  const std::string staging = prepare_destination(dst, kind, source, options.force);
+  struct Discard {
+    const std::string& path;
+    bool keep = false;
+    ~Discard() {
+      if (!keep) discard_staging(path);
+    }
+  } discard{staging};
   ProblemLog problems(options.progress);
   ProgressMeter progress("prepare " + kind, input_total, options.progress);
   DatasetWriterOptions writer_options;
@@ -82,7 +91,7 @@ int run_prepare(const std::string& kind, const std::string& src, const std::stri
   writer_options.val_tokens = options.val_tokens;
   writer_options.emit_text = options.emit_text;
   writer_options.threads = options.threads;
-  DatasetWriter writer(tokenizer, dst, writer_options, &progress, &problems);
+  DatasetWriter writer(tokenizer, staging, writer_options, &progress, &problems);
 
   nlohmann::json source_stats = nlohmann::json::object();
   if (kind == "text") {
@@ -108,9 +117,23 @@ int run_prepare(const std::string& kind, const std::string& src, const std::stri
   }
   const DatasetSummary summary = writer.finish();
   progress.finish();
+  if (summary.documents == 0) {
+    std::string cause = problems.first().empty() ? std::string() : problems.first().front();
+    const std::string kept = "; the articles before it are kept";  // none were
+    if (cause.size() > kept.size() && cause.compare(cause.size() - kept.size(), kept.size(), kept) == 0)
+      cause.resize(cause.size() - kept.size());
+    throw RunError(
+        src + ": the input gave no documents" + (cause.empty() ? std::string() : " (" + cause + ")") +
+        "; check that it is " +
+        (kind == "wikipedia"     ? "a MediaWiki XML dump (pages-articles .xml or .xml.bz2)"
+         : kind == "openwebtext" ? "OpenWebText (a folder or archive of .xz/.txt documents)"
+                                 : "a text file or a folder of .txt files with text in them") +
+        (dst.empty() ? std::string() : "; " + dst + " is unchanged"));
+  }
   if (summary.train_tokens == 0)
     throw RunError(dst + ": the input gave " + std::to_string(summary.tokens) +
-                   " tokens and none are left for training; pass a smaller --val-tokens or more input");
+                   " tokens and none are left for training; pass a smaller --val-tokens or more "
+                   "input; " + dst + " is unchanged");
 
   nlohmann::json manifest = {
       {"format", "singularity-dataset"},
@@ -140,7 +163,9 @@ int run_prepare(const std::string& kind, const std::string& src, const std::stri
       {"seconds", progress.seconds()},
       {"created_by", std::string("singularity ") + SINGULARITY_VERSION},
   };
-  write_dataset_manifest(dst, manifest);
+  write_dataset_manifest(staging, manifest);
+  install_dataset(dst, staging);
+  discard.keep = true;
   if (options.progress)
     std::fprintf(stderr, "prepare %s: %lld documents, %lld train + %lld val tokens in %zu + %zu shards -> %s%s\n",
                  kind.c_str(), static_cast<long long>(summary.documents),

@@ -16,10 +16,9 @@ DevicePlacement place_on_device(const JobSpec& spec, Communicator& world) {
     throw RunError("devices.backend is cuda but this process sees no GPU (check the driver with "
                    "nvidia-smi and CUDA_VISIBLE_DEVICES), or set devices.backend: cpu");
   }
-  // Without a launcher every process of the job runs on this node (the self-launch).
-  const auto launcher = detect_launcher();
-  const int local_rank = launcher ? launcher->local_rank : world.rank();
-  const int local_size = launcher ? launcher->local_size : world.size();
+  const NodeShare node = node_share(world.size());
+  const int local_rank = node.local_rank;
+  const int local_size = node.local_size;
   const int count = static_cast<int>(gpus.size());
   if (spec.devices.share_gpus) {
     p.device = local_rank % count;

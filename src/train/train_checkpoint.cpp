@@ -1,5 +1,6 @@
 #include "train/train_checkpoint.h"
 
+#include <cmath>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -51,12 +52,37 @@ void check_model_record(const LoadedCheckpoint& ck, const ModelFamily& family) {
   }
 }
 
+// A checkpoint is never written with a value that is not finite: the run stops instead, naming
+// the last good checkpoint (the earlier ones are kept).
+void refuse_non_finite(const std::string& checkpoints_dir, int64_t step,
+                       const ParameterLayout& layout, const WholeTensors& whole) {
+  const auto check = [&](const float* data, size_t n, const std::string& what) {
+    if (data == nullptr) return;
+    for (size_t i = 0; i < n; ++i) {
+      if (std::isfinite(data[i])) continue;
+      const auto checkpoints = list_checkpoints(checkpoints_dir);
+      throw RunError(
+          "not saving the checkpoint of step " + std::to_string(step) + ": " + what + " holds " +
+          std::to_string(data[i]) + " at element " + std::to_string(i) +
+          "; the earlier checkpoints are kept, the last good one is " +
+          (checkpoints.empty() ? std::string("none (start over)") : checkpoints.back().second) +
+          "; resume from it with a lower optim.lr");
+    }
+  };
+  check(whole.params, layout.total(), "the parameters");
+  check(whole.buffers, layout.buffer_total(), "the buffers (running statistics)");
+  for (size_t i = 0; i < whole.state.size(); ++i) {
+    check(whole.state[i], layout.total(), "the optimizer state " + whole.state_names[i]);
+  }
+}
+
 }  // namespace
 
 std::string save_training_checkpoint(const std::string& checkpoints_dir, const JobSpec& spec,
                                      const ModelFamily& family, const WholeTensors& whole,
                                      const TrainerState& state) {
   const ParameterLayout layout(family.description());
+  refuse_non_finite(checkpoints_dir, state.step, layout, whole);
   std::map<std::string, std::vector<TensorRef>> files;
   auto& model = files["model.safetensors"];
   add_tensors(model, layout.tensors(), whole.params, "");
@@ -72,6 +98,10 @@ std::string save_training_checkpoint(const std::string& checkpoints_dir, const J
   if (state.loss_scale > 0) {
     j["loss_scale"] = state.loss_scale;
     j["loss_scale_clean_steps"] = state.loss_scale_clean_steps;
+  }
+  if (state.skipped_steps > 0) {
+    j["skipped_steps"] = state.skipped_steps;
+    j["skipped_in_row"] = state.skipped_in_row;
   }
   j["sampler"] = "feistel-windows-v1";
   j["optimizer"] = whole.optimizer;
@@ -123,6 +153,8 @@ TrainerState load_training_checkpoint(const LoadedCheckpoint& ck, const ModelFam
     state.seed = ck.state.at("seed").get<uint64_t>();
     state.loss_scale = ck.state.value("loss_scale", 0.0f);
     state.loss_scale_clean_steps = ck.state.value("loss_scale_clean_steps", int64_t{0});
+    state.skipped_steps = ck.state.value("skipped_steps", int64_t{0});
+    state.skipped_in_row = ck.state.value("skipped_in_row", 0);
   } catch (const nlohmann::json::exception& e) {
     throw RunError(path + "/manifest.json: trainer state is incomplete (" + e.what() +
                    "); resume from another checkpoint");

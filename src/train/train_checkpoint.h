@@ -25,6 +25,10 @@ struct TrainerState {
   // fp16's dynamic loss scale (0: not scaling) and the clean steps since it last changed.
   float loss_scale = 0;
   int64_t loss_scale_clean_steps = 0;
+  // Steps whose update was skipped because the loss or gradients were not finite (fp16
+  // overflows included), in all and in a row up to now.
+  int64_t skipped_steps = 0;
+  int skipped_in_row = 0;
 };
 
 // Whole tensors of the unsharded layout, as rank 0 assembled them.
@@ -36,6 +40,8 @@ struct WholeTensors {
   std::vector<const float*> state;           // one whole tensor set each
 };
 
+// Refuses (RunError naming the last good checkpoint, nothing written) tensors holding a value
+// that is not finite.
 std::string save_training_checkpoint(const std::string& checkpoints_dir, const JobSpec& spec,
                                      const ModelFamily& family, const WholeTensors& tensors,
                                      const TrainerState& state);

@@ -1,10 +1,14 @@
 // One optimizer step (training_run.h): the local virtual replicas one after another, the
 // gradient reduction, the optimizer, and the exchanges that keep copies equal.
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <string>
 
 #include <fmt/format.h>
 
+#include "checkpoint/checkpoint.h"
 #include "optim/lr_schedule.h"
 #include "train/gradient_reduction.h"
 #include "train/loss_scale.h"
@@ -23,6 +27,21 @@ bool injected_failure(int rank, int64_t step) {
   long long fail_step = -1;
   return std::sscanf(v, "%d:%lld", &fail_rank, &fail_step) == 2 && fail_rank == rank &&
          fail_step == step;
+}
+
+// Test hook (tests/e2e): SINGULARITY_TEST_NONFINITE="S1,S2,..." makes the gradients of those
+// steps NaN on every process, as a diverging step's would be.
+bool injected_nonfinite(int64_t step) {
+  const char* v = std::getenv("SINGULARITY_TEST_NONFINITE");
+  if (v == nullptr) return false;
+  std::string list = v;
+  size_t start = 0;
+  while (start < list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    if (std::atoll(list.substr(start, comma - start).c_str()) == step) return true;
+    start = comma + 1;
+  }
+  return false;
 }
 
 // Running statistics follow data-parallel replica 0 (DDP's broadcast_buffers): it alone updates
@@ -84,23 +103,47 @@ StepResult train_step(TrainingRun& run) {
   add_tied_grads(*run.layout, run.grad_data(), run.mesh.pipeline_device(), run.tied_scratch,
                  run.backend);
   const int step_number = static_cast<int>(step + 1);
-  bool applied = true;
-  result.grad_norm =
-      reduction->reduced()
-          ? run.optimizer->step_reduced(run.param_data(), run.grad_data(), result.lr, step_number,
-                                        loss_scale, &applied)
-          : run.optimizer->step(run.param_data(), run.grad_data(), result.lr, step_number,
-                                loss_scale, &applied);
-  if (!applied && !scaled) {
-    throw RunError(fmt::format("the gradients are not finite at step {} (norm {}): training "
-                               "diverged; lower optim.lr or raise optim.warmup_steps and resume "
-                               "from the last checkpoint",
-                               step + 1, result.grad_norm));
+  if (injected_nonfinite(step + 1)) {
+    run.backend.fill({run.grad_data(), 0, DType::F32, run.backend.device(),
+                      {static_cast<int64_t>(run.grads.bytes() / sizeof(float))}},
+                     std::numeric_limits<double>::quiet_NaN());
   }
+  // Every process holds the same loss sum (the world's), so all skip together when it is not
+  // finite; a non-finite global norm likewise (the optimizer skips the update).
+  bool applied = false;
+  if (std::isfinite(result.loss)) {
+    result.grad_norm =
+        reduction->reduced()
+            ? run.optimizer->step_reduced(run.param_data(), run.grad_data(), result.lr,
+                                          step_number, loss_scale, &applied)
+            : run.optimizer->step(run.param_data(), run.grad_data(), result.lr, step_number,
+                                  loss_scale, &applied);
+  } else {
+    result.grad_norm = std::numeric_limits<float>::quiet_NaN();
+  }
+  result.skipped = !applied;
   if (scaled) {
-    result.skipped = !applied;  // an fp16 overflow: the scale halves, the weights stay
+    // An fp16 overflow with a finite loss is the loss scale's business: it halves.
+    result.overflow = !applied && std::isfinite(result.loss);
     result.loss_scale = loss_scale;
     update_loss_scale(run.state, applied);
+  }
+  if (applied) {
+    run.state.skipped_in_row = 0;
+  } else {
+    ++run.state.skipped_steps;
+    // Overflows while the scale can still halve are expected; at the smallest scale they count.
+    if (!result.overflow || loss_scale <= kMinLossScale) ++run.state.skipped_in_row;
+  }
+  if (run.state.skipped_in_row >= spec.train.max_skipped_steps) {
+    const auto checkpoints = list_checkpoints(run.checkpoints_dir);
+    throw RunError(fmt::format(
+        "{} steps in a row up to step {} had a loss or gradients that are not finite (loss {}, "
+        "norm {}); training diverged. Resume from the last good checkpoint{} with a lower "
+        "optim.lr or a longer optim.warmup_steps (train.max_skipped_steps sets this limit)",
+        run.state.skipped_in_row, step + 1, result.loss, result.grad_norm,
+        checkpoints.empty() ? std::string(" (none was written; start over)")
+                            : " " + checkpoints.back().second));
   }
   if (applied) copy_tied_params(*run.layout, run.param_data(), run.mesh.pipeline_device());
   share_buffers(run);

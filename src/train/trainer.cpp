@@ -1,19 +1,40 @@
 // The training loop of one process (trainer.h): set up, evaluate, step, log, checkpoint.
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "backend/host_mirror.h"
+#include "config/duration.h"
 #include "launch/process_world.h"
+#include "launch/stop_signal.h"
 #include "train/evaluate.h"
 #include "train/training_run.h"
 #include "util/error.h"
 
 namespace sg {
 namespace {
+
+constexpr int kStopTimeLimit = -1;
+
+// Whether to stop at this step boundary, the same answer on every process: a stop signal on any
+// of them (its number), or rank 0's clock past train.time_limit less the longest step so far
+// and a margin for the checkpoint (kStopTimeLimit). One small all-reduce per step.
+int agree_on_stop(TrainingRun& run, const std::optional<double>& time_limit, double longest_step) {
+  int stop[2] = {stop_signal_received(), 0};
+  if (time_limit && run.root()) {
+    const double elapsed = process_seconds();
+    // The next step must end, and a checkpoint be written, before the limit.
+    if (elapsed + 2 * longest_step + run.last_save_seconds >= *time_limit) stop[1] = 1;
+  }
+  if (run.world.size() > 1) run.world.all_reduce_max(stop, 2);
+  if (stop[0] != 0) return stop[0];
+  return stop[1] != 0 ? kStopTimeLimit : 0;
+}
 
 bool due(int64_t step, int every, int64_t last_step) {
   return step == last_step || (every > 0 && step % every == 0);
@@ -55,6 +76,7 @@ void maybe_evaluate(TrainingRun& run, TrainResult& result, bool initial) {
 // Whole tensors, assembled for rank 0 only, and only while saving. Collective under ZeRO (the
 // optimizer state's shards) and over the model group (the shards of replica block 0).
 void save_checkpoint_now(TrainingRun& run) {
+  const auto start = std::chrono::steady_clock::now();
   std::vector<std::vector<float>> state = run.optimizer->gather_state();
   if (run.mesh.data != 0) return;
   const ParameterLayout& layout = *run.layout;
@@ -84,6 +106,8 @@ void save_checkpoint_now(TrainingRun& run) {
         save_training_checkpoint(run.checkpoints_dir, run.spec, *run.family, whole, run.state);
     if (!run.options.quiet) run.log->log_message("saved checkpoint " + path);
   }
+  run.last_save_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
@@ -102,6 +126,9 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
   log_start(run);
   if (run.state.step == 0) maybe_evaluate(run, result, /*initial=*/true);
 
+  // train.time_limit counts from the start of this process.
+  const std::optional<double> time_limit = parse_duration_seconds(spec.train.time_limit);
+  double longest_step = 0;
   const double units_per_step =
       static_cast<double>(spec.train.global_batch) * run.family->units_per_sample();
   while (run.state.step < run.last_step) {
@@ -110,11 +137,6 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     result.final_loss = step.loss;
-    if (!std::isfinite(step.loss)) {
-      throw RunError(fmt::format("loss is {} at step {}: training diverged; lower optim.lr or "
-                                 "raise optim.warmup_steps and resume from the last checkpoint",
-                                 step.loss, run.state.step));
-    }
     StepMetrics m;
     m.step = run.state.step;
     m.loss = static_cast<float>(step.loss);
@@ -122,6 +144,10 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     m.grad_norm = step.grad_norm;
     m.loss_scale = step.loss_scale;
     m.skipped = step.skipped;
+    m.overflow = step.overflow;
+    m.skipped_steps = run.state.skipped_steps;
+    m.skipped_in_row = run.state.skipped_in_row;
+    m.max_skipped_in_row = spec.train.max_skipped_steps;
     m.step_ms = seconds * 1e3;
     m.throughput = units_per_step / seconds;
     m.mfu = run.flops_per_step / seconds / run.peak_flops;
@@ -135,7 +161,23 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
       run.log->log_step(m, print);
     }
     if (due(run.state.step, spec.eval.every, run.last_step)) maybe_evaluate(run, result, false);
-    if (due(run.state.step, spec.checkpoint.every, run.last_step)) save_checkpoint_now(run);
+    const bool saved = due(run.state.step, spec.checkpoint.every, run.last_step);
+    if (saved) save_checkpoint_now(run);
+    longest_step = std::max(longest_step, seconds);
+    const int stop = agree_on_stop(run, time_limit, longest_step);
+    if (stop != 0 && run.state.step < run.last_step) {
+      if (!saved) save_checkpoint_now(run);
+      result.stopped_by = stop == kStopTimeLimit ? "train.time_limit" : signal_name(stop);
+      if (run.root() && !run.options.quiet) {
+        run.log->log_message(fmt::format(
+            "stopped at step {} of {} on {}: checkpoint saved; {} to continue", run.state.step,
+            run.total_steps, result.stopped_by,
+            spec.checkpoint.resume == "never"
+                ? "run again with --set checkpoint.resume=auto"
+                : "run the same command again (checkpoint.resume: " + spec.checkpoint.resume + ")"));
+      }
+      break;
+    }
   }
   result.last_step = run.state.step;
   return result;

@@ -30,6 +30,9 @@ struct TrainResult {
   double final_loss = 0;
   std::optional<double> first_val_loss, last_val_loss, best_possible_val_loss;
   std::vector<std::pair<std::string, double>> val_metrics;  // of the last evaluation
+  // Why the run stopped before train.steps after checkpointing ("SIGTERM", "train.time_limit");
+  // empty when it ran to the end (or to --stop-after).
+  std::string stopped_by;
 };
 
 // Trains on the processes of `world` (one per physical device; devices.processes of them).

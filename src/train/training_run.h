@@ -65,6 +65,7 @@ struct TrainingRun {
   int accum = 1;        // micro-batches per replica per step
   float dloss = 1;      // 1 / (units in the global batch): the gradient of the mean loss
   double flops_per_step = 0, peak_flops = 1;  // this process's share, for MFU
+  double last_save_seconds = 0;  // how long the last checkpoint took (for train.time_limit)
 
   float* param_data() const { return params.as<float>(); }
   float* grad_data() const { return grads.as<float>(); }
@@ -84,7 +85,8 @@ struct StepResult {
   float grad_norm = 0;
   double lr = 0;
   float loss_scale = 0;  // fp16: the scale this step used (0 otherwise)
-  bool skipped = false;  // fp16: the gradients overflowed, the update was skipped
+  bool skipped = false;   // the update was skipped: loss or gradients not finite
+  bool overflow = false;  // fp16: because the scaled gradients overflowed
 };
 StepResult train_step(TrainingRun& run);
 

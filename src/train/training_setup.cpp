@@ -150,10 +150,9 @@ TrainingRun::~TrainingRun() = default;
 int resolve_threads(const JobSpec& spec) {
   if (spec.devices.threads > 0) return spec.devices.threads;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  // Processes sharing this node: the launcher says so; else assume all of the job's processes
-  // land here (the self-launch case).
-  const auto launcher = detect_launcher();
-  const int on_node = launcher ? launcher->local_size : spec.devices.processes;
+  // Processes sharing this node: MPI's shared-memory split says so; without MPI all of the
+  // job's processes would land here.
+  const int on_node = node_share(spec.devices.processes).local_size;
   return std::max(1, cores / std::max(1, on_node));
 }
 

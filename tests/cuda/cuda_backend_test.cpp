@@ -236,6 +236,74 @@ TEST_CASE("attention: flash kernels against the CPU's probabilities, T=64 NH=4 C
   }
 }
 
+namespace {
+
+// Whether the module has cuDNN's fused attention (`info`'s cudnn-frontend line names a version).
+bool module_has_cudnn_sdpa() {
+  for (const std::string& line : sg::cuda_library_versions()) {
+    if (line.rfind("cudnn-frontend ", 0) == 0) return line.rfind("cudnn-frontend none", 0) != 0;
+  }
+  return false;
+}
+
+// One causal attention forward and backward in reduced precision on the GPU against the CPU's
+// fp32 probabilities: out, the log-sum-exp against our fp32 flash kernels' (the backward of
+// either path reads the other's), the dqkv increments (+= onto 0.5), and a second backward
+// bitwise equal to the first (cuDNN's deterministic backward).
+void check_reduced_attention(const char* precision, int B, int T, int C, int NH, uint64_t seed) {
+  struct Fp32Again {  // the later test cases run in fp32, also after a failure here
+    ~Fp32Again() { gpu().set_precision("fp32"); }
+  } fp32_again;
+  CAPTURE(precision);
+  CAPTURE(T);
+  CAPTURE(C / NH);
+  const size_t n_qkv = static_cast<size_t>(B) * T * 3 * C, n_out = static_cast<size_t>(B) * T * C;
+  const size_t n_lse = static_cast<size_t>(B) * NH * T;
+  Twin<float> qkv(random_floats(n_qkv, seed)), out(n_out, 0.0f), lse(n_lse, 0.0f);
+  const sg::AttentionStorage on_cpu = cpu().attention_storage(B, T, NH);
+  std::vector<float> att(on_cpu.state), scratch(on_cpu.scratch);
+  cpu().attention_forward(out.c(), att.data(), qkv.c(), B, T, C, NH);
+  gpu().set_precision(precision);
+  gpu().attention_forward(out.g(), lse.g(), qkv.g(), B, T, C, NH);
+  const auto got_out = out.gpu_values();
+  CHECK(relative_to_largest(got_out.data(), out.cpu_values().data(), n_out) < kReducedRelative);
+  if (C / NH <= 64) {  // our kernels' log-sum-exp, in fp32
+    gpu().set_precision("fp32");
+    Twin<float> out32(n_out, 0.0f), lse32(n_lse, 0.0f);
+    gpu().attention_forward(out32.g(), lse32.g(), qkv.g(), B, T, C, NH);
+    const auto want = lse32.gpu_values(), got = lse.gpu_values();
+    CHECK_CLOSE(got.data(), want.data(), n_lse, sg::test::kBf16, "log-sum-exp");
+    gpu().set_precision(precision);
+  }
+  Twin<float> dout(random_floats(n_out, seed + 1)), dqkv(n_qkv, 0.5f), again(n_qkv, 0.5f);
+  Twin<float> delta(n_lse, 0.0f);
+  cpu().attention_backward(dqkv.c(), scratch.data(), dout.c(), qkv.c(), out.c(), att.data(), B, T,
+                           C, NH);
+  gpu().attention_backward(dqkv.g(), delta.g(), dout.g(), qkv.g(), out.g(), lse.g(), B, T, C, NH);
+  gpu().attention_backward(again.g(), delta.g(), dout.g(), qkv.g(), out.g(), lse.g(), B, T, C, NH);
+  gpu().set_precision("fp32");
+  std::vector<float> got = dqkv.gpu_values(), want = dqkv.cpu_values();
+  CHECK(again.gpu_values() == got);
+  for (size_t i = 0; i < n_qkv; ++i) {  // the increments, not diluted by the start value
+    got[i] -= 0.5f;
+    want[i] -= 0.5f;
+  }
+  CHECK(relative_to_largest(got.data(), want.data(), n_qkv) < kReducedRelative);
+}
+
+}  // namespace
+
+TEST_CASE("attention in bf16 and fp16: cuDNN's fused SDPA where the module has it, T=64 and 37") {
+  // Which path ran is on stderr ("attention forward through cuDNN's fused SDPA"); without
+  // cudnn-frontend, or where cuDNN refuses the shape, our kernels run and must pass the same.
+  for (const char* precision : {"bf16", "fp16"}) {
+    check_reduced_attention(precision, 2, 64, 256, 4, 51);  // HS = 64
+    check_reduced_attention(precision, 2, 37, 256, 4, 53);  // odd T
+  }
+  // Head size 128: only cuDNN takes it, so this proves the fused path ran.
+  if (module_has_cudnn_sdpa()) check_reduced_attention("bf16", 1, 32, 256, 2, 57);
+}
+
 TEST_CASE("embeddings: whole and vocabulary-parallel, forward and backward") {
   const int B = 3, T = 9, C = 48, V = 60, maxT = 16;
   auto ids = random_ints(static_cast<size_t>(B) * T, 51, 0, V - 1);

@@ -297,3 +297,32 @@ TEST_CASE("prepare wikipedia on the real dump sample") {
   CHECK(m["problems"] == 0);
   CHECK(m["tokens"].get<int64_t>() > 100000);
 }
+
+TEST_CASE("a failing prepare --force leaves the previous dataset as it was") {
+  REQUIRE_TOKENIZER(tok);
+  test::TempDir dir;
+  test::write_file(dir / "good.txt", "A document with some words in it, enough for a shard.");
+  test::write_file(dir / "empty.txt", "");
+  PrepareOptions options;
+  options.tokenizer_dir = test::test_data_path("gpt2");
+  options.val_tokens = 2;
+  options.progress = false;
+  const std::string dst = dir / "out";
+  REQUIRE(run_prepare("text", dir / "good.txt", dst, options) == 0);
+  const std::string manifest = test::read_file(dst + "/dataset.json");
+  const std::string shard = test::read_file(dst + "/train_000000.bin");
+  options.force = true;
+  // The input yields nothing: the error names that cause, not --val-tokens.
+  CHECK_THROWS_WITH_AS(run_prepare("text", dir / "empty.txt", dst, options),
+                       doctest::Contains("the input gave no documents"), RunError);
+  CHECK(test::read_file(dst + "/dataset.json") == manifest);
+  CHECK(test::read_file(dst + "/train_000000.bin") == shard);
+  for (const auto& entry : std::filesystem::directory_iterator(dst)) {
+    CHECK(entry.path().filename().string().rfind(".prepare-", 0) != 0);  // no staging left
+  }
+  // Too few tokens for training after the validation split: also refused, also harmless.
+  options.val_tokens = 1000;
+  CHECK_THROWS_WITH_AS(run_prepare("text", dir / "good.txt", dst, options),
+                       doctest::Contains("is unchanged"), RunError);
+  CHECK(test::read_file(dst + "/dataset.json") == manifest);
+}
