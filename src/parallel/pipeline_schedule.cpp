@@ -65,6 +65,23 @@ int pipeline_slots(const std::string& schedule, int stage, int stages, int micro
   return std::max(1, std::min(micro_batches, stages - stage));
 }
 
+std::vector<PipelineOp> pipeline_program(const std::string& schedule, int stage, int stages,
+                                         int micro_batches) {
+  const int M = micro_batches;
+  // gpipe: every forward first. 1f1b: S-s-1 warm-up forwards, then one forward and one backward
+  // in turn, then the remaining backwards. One stage: forward and backward alternate whatever the
+  // schedule (same results, one slot).
+  const int warmup = schedule == "gpipe" && stages > 1 ? M : std::min(stages - stage - 1, M);
+  std::vector<PipelineOp> program;
+  int next_forward = 0;
+  for (; next_forward < warmup; ++next_forward) program.push_back({true, next_forward});
+  for (int b = 0; b < M; ++b) {
+    if (next_forward < M) program.push_back({true, next_forward++});
+    program.push_back({false, b});
+  }
+  return program;
+}
+
 PipelineRunner::PipelineRunner(StageModel& model, std::vector<BatchField> fields,
                                Communicator& pipe, std::string schedule, int micro_batches,
                                Backend& backend)
@@ -127,24 +144,18 @@ double PipelineRunner::train(const float* params, float* buffers, float* grads, 
                              const FillBatch& fill, bool update_buffers,
                              const OnReady& on_last_ready) {
   const int M = micro_batches_;
-  // One stage: forward and backward alternate whatever the schedule (same results, one slot).
-  const int warmup =
-      schedule_ == "gpipe" && stages_ > 1 ? M : std::min(stages_ - stage_ - 1, M);
   ForwardOptions options;
   options.training = true;
   options.update_buffers = update_buffers;
   options.fused_dloss = dloss;
   double loss_sum = 0;
-  int next_forward = 0;
-  for (; next_forward < warmup; ++next_forward) {
-    loss_sum += forward(next_forward, next_forward % slots_, params, buffers, options, fill);
-  }
-  for (int b = 0; b < M; ++b) {
-    if (next_forward < M) {
-      loss_sum += forward(next_forward, next_forward % slots_, params, buffers, options, fill);
-      ++next_forward;
+  for (const PipelineOp& op : pipeline_program(schedule_, stage_, stages_, M)) {
+    if (op.forward) {
+      loss_sum += forward(op.micro, op.micro % slots_, params, buffers, options, fill);
+    } else {
+      backward(op.micro, op.micro % slots_, params, grads, dloss,
+               op.micro == M - 1 ? on_last_ready : OnReady{});
     }
-    backward(b, b % slots_, params, grads, dloss, b == M - 1 ? on_last_ready : OnReady{});
   }
   for (CommHandle& send : sends_) send->wait();
   sends_.clear();

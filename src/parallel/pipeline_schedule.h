@@ -23,6 +23,17 @@ namespace sg {
 // Slots (activation sets) stage `stage` of `stages` needs for M micro-batches.
 int pipeline_slots(const std::string& schedule, int stage, int stages, int micro_batches);
 
+// The order in which a stage runs its micro-batches' forwards and backwards: what
+// PipelineRunner::train executes, step by step (tests check it against the schedule's promises:
+// 1f1b's warm-up forwards, the micro-batches in flight never above pipeline_slots).
+struct PipelineOp {
+  bool forward = true;
+  int micro = 0;
+  bool operator==(const PipelineOp&) const = default;
+};
+std::vector<PipelineOp> pipeline_program(const std::string& schedule, int stage, int stages,
+                                         int micro_batches);
+
 // Tied tensors (a first-stage tensor the last stage also uses, e.g. GPT-2's LM head tied to
 // wte): with several stages the first stage's tensor and the last stage's copy each accumulate
 // part of its gradient. Before the optimizer step the last stage's part is added to the first

@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "prepare/wikipedia_dump_stream.h"
 #include "util/error.h"
@@ -46,10 +47,18 @@ class PageCollector {
  public:
   PageCollector(DocumentSink& sink, WikipediaStats& stats) : sink_(sink), stats_(stats) {}
 
-  void start_element(std::string_view name) {
+  void start_element(std::string_view name, const XML_Char** attributes) {
     ++depth_;
     if (page_depth_ == 0) {
       if (name == "page") begin_page();
+      // <siteinfo><namespaces><namespace key="14">Категория</namespace>: the dump's own names
+      // of the namespaces whose links show no text (6 File, 14 Category).
+      if (name == "namespace") {
+        for (const XML_Char** a = attributes; a != nullptr && *a != nullptr; a += 2) {
+          const std::string_view key = a[0], value = a[1];
+          if (key == "key" && (value == "6" || value == "14")) capture(&namespace_name_);
+        }
+      }
       return;
     }
     if (depth_ == page_depth_ + 1) {
@@ -68,6 +77,10 @@ class PageCollector {
   }
 
   void end_element(std::string_view name) {
+    if (page_depth_ == 0 && name == "namespace" && capturing_ == &namespace_name_) {
+      const std::string folded = fold_namespace_name(namespace_name_);
+      if (!folded.empty()) hidden_link_prefixes_.push_back(folded);
+    }
     if (depth_ == page_depth_ && name == "page") {
       finish_page();
       page_depth_ = 0;
@@ -107,7 +120,7 @@ class PageCollector {
       return;
     }
     ++stats_.articles;
-    std::string body = clean_wikitext(text_);
+    std::string body = clean_wikitext(text_, hidden_link_prefixes_);
     if (body.empty()) {
       ++stats_.empty_articles;
       return;
@@ -122,7 +135,8 @@ class PageCollector {
   DocumentSink& sink_;
   WikipediaStats& stats_;
   int depth_ = 0, page_depth_ = 0;  // page_depth_ == 0: outside any <page>
-  std::string title_, ns_, text_;
+  std::string title_, ns_, text_, namespace_name_;
+  std::vector<std::string> hidden_link_prefixes_;  // from <siteinfo>
   std::string* capturing_ = nullptr;
   bool has_ns_ = false, is_redirect_ = false, in_revision_ = false;
 };
@@ -147,8 +161,8 @@ void guarded(void* user_data, F&& f) {
   }
 }
 
-void XMLCALL on_start(void* user_data, const XML_Char* name, const XML_Char**) {
-  guarded(user_data, [&](PageCollector& c) { c.start_element(name); });
+void XMLCALL on_start(void* user_data, const XML_Char* name, const XML_Char** attributes) {
+  guarded(user_data, [&](PageCollector& c) { c.start_element(name, attributes); });
 }
 void XMLCALL on_end(void* user_data, const XML_Char* name) {
   guarded(user_data, [&](PageCollector& c) { c.end_element(name); });

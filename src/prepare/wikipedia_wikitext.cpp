@@ -163,10 +163,10 @@ bool is_language_prefix(std::string_view prefix) {
   return true;
 }
 
-std::string clean_links(std::string_view text);
+std::string clean_links(std::string_view text, const std::vector<std::string>& hidden);
 
 // What [[inner]] shows in the text, or "" for the links that show none.
-std::string link_text(std::string_view inner) {
+std::string link_text(std::string_view inner, const std::vector<std::string>& hidden) {
   inner = trim(inner);
   const bool colon_trick = !inner.empty() && inner.front() == ':';
   if (colon_trick) inner.remove_prefix(1);
@@ -174,14 +174,14 @@ std::string link_text(std::string_view inner) {
   std::string_view target = trim(inner.substr(0, pipe));
   const size_t colon = target.find(':');
   if (!colon_trick && colon != std::string_view::npos) {
-    std::string prefix;
-    for (char c : trim(target.substr(0, colon))) prefix += lower_ascii(c);
-    if (prefix == "file" || prefix == "image" || prefix == "category" || is_language_prefix(prefix))
+    const std::string prefix = fold_namespace_name(trim(target.substr(0, colon)));
+    if (prefix == "file" || prefix == "image" || prefix == "category" || is_language_prefix(prefix) ||
+        std::find(hidden.begin(), hidden.end(), prefix) != hidden.end())
       return "";
   }
   if (pipe == std::string_view::npos) return std::string(target);
   const std::string_view shown = trim(inner.substr(pipe + 1));
-  if (!shown.empty()) return clean_links(shown);
+  if (!shown.empty()) return clean_links(shown, hidden);
   // The pipe trick: [[Help:Foo (bar)|]] shows "Foo".
   if (colon != std::string_view::npos) target = trim(target.substr(colon + 1));
   const size_t paren = target.find(" (");
@@ -206,7 +206,7 @@ size_t find_link_end(std::string_view text, size_t at) {
   return std::string_view::npos;
 }
 
-std::string clean_links(std::string_view text) {
+std::string clean_links(std::string_view text, const std::vector<std::string>& hidden) {
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
@@ -222,7 +222,7 @@ std::string clean_links(std::string_view text) {
       i = open + 2;  // unclosed: drop just the brackets
       continue;
     }
-    out += link_text(text.substr(open + 2, end - open - 4));
+    out += link_text(text.substr(open + 2, end - open - 4), hidden);
     i = end;
   }
   return out;
@@ -341,6 +341,47 @@ struct Line {
   int heading_level = 0;  // 0 for body text
 };
 
+// Parentheses that removed templates or references left empty, on one line whose blanks are
+// already collapsed: " ()" and " ( )" go with the space before them; "(; x" and "(, x" lose the
+// separator, "x; )" too. "f()" (right after a word) is left alone.
+void tidy_parentheses(std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '(') {
+      if ((text[i] == ';' || text[i] == ',') && i + 1 < text.size()) {
+        size_t j = i + 1;
+        if (j < text.size() && text[j] == ' ') ++j;
+        if (j < text.size() && text[j] == ')') {  // "x; )": the separator goes
+          while (!out.empty() && out.back() == ' ') out.pop_back();
+          i = j - 1;
+          continue;
+        }
+      }
+      out += text[i];
+      continue;
+    }
+    size_t j = i + 1;
+    if (j < text.size() && text[j] == ' ') ++j;
+    const bool after_word = i > 0 && text[i - 1] != ' ';
+    if (j < text.size() && text[j] == ')' && !after_word) {  // " ()" or " ( )"
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      const bool gap = !out.empty() && j + 1 < text.size() && text[j + 1] != ' ' &&
+                       std::string_view(".,;:!?").find(text[j + 1]) == std::string_view::npos;
+      if (gap) out += ' ';
+      i = j;
+      continue;
+    }
+    out += '(';
+    if (j < text.size() && (text[j] == ';' || text[j] == ',')) {  // "(; x" -> "(x"
+      size_t k = j + 1;
+      if (k < text.size() && text[k] == ' ') ++k;
+      i = k - 1;
+    }
+  }
+  text = std::move(out);
+}
+
 Line clean_line(std::string_view line) {
   line = trim(line);
   Line result;
@@ -363,6 +404,10 @@ Line clean_line(std::string_view line) {
     result.text += d;
   }
   while (!result.text.empty() && result.text.back() == ' ') result.text.pop_back();
+  for (size_t before = 0; before != result.text.size();) {  // "(, )" -> "()" -> ""
+    before = result.text.size();
+    tidy_parentheses(result.text);
+  }
   if (result.text.empty()) result.heading_level = 0;
   return result;
 }
@@ -408,12 +453,42 @@ std::string join_lines(std::string_view text) {
 
 }  // namespace
 
-std::string clean_wikitext(std::string_view wikitext) {
+std::string fold_namespace_name(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  for (size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x80) {
+      out += c == '_' ? ' ' : lower_ascii(name[i]);
+      continue;
+    }
+    // Two-byte UTF-8 capitals: Latin-1 U+00C0-U+00DE (not U+00D7), Greek U+0391-U+03AB,
+    // Cyrillic U+0400-U+042F.
+    if (i + 1 < name.size() && (c & 0xE0) == 0xC0) {
+      unsigned cp = ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(name[i + 1]) & 0x3Fu);
+      if ((cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) || (cp >= 0x391 && cp <= 0x3AB && cp != 0x3A2) ||
+          (cp >= 0x410 && cp <= 0x42F)) {
+        cp += 0x20;
+      } else if (cp >= 0x400 && cp <= 0x40F) {
+        cp += 0x50;
+      }
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+      ++i;
+      continue;
+    }
+    out += name[i];
+  }
+  return out;
+}
+
+std::string clean_wikitext(std::string_view wikitext,
+                           const std::vector<std::string>& hidden_link_prefixes) {
   std::string text = strip_comments(wikitext);
   text = strip_dropped_elements(text);
   text = expand_templates(text);
   text = strip_tables(text);
-  text = clean_links(text);
+  text = clean_links(text, hidden_link_prefixes);
   text = clean_external_links(text);
   text = strip_quote_markup(text);
   text = strip_tags(text);

@@ -2,6 +2,7 @@
 // Wikitext (MediaWiki markup) to plain text for language-model training.
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sg {
 
@@ -22,6 +23,17 @@ namespace sg {
 //   HTML character references are decoded last (see wikipedia_entities.h).
 // Unbalanced markup never swallows the rest of the article: an unclosed "{{" or "[[" loses only
 // its brackets; an unclosed comment or table runs to the end, as MediaWiki renders it.
-std::string clean_wikitext(std::string_view wikitext);
+//   parentheses a removal left empty go: "born ({{birth date|...}}) in" -> "born in", and
+//   "({{lang|..}}; born 1950)" -> "(born 1950)" (an empty "()" right after a word, as in "f()",
+//   stays).
+// hidden_link_prefixes: namespace names whose links show nothing, folded by fold_namespace_name:
+// the dump's local names of the File and Category namespaces (from its <siteinfo>), besides the
+// canonical "file", "image" and "category" that every wiki accepts.
+std::string clean_wikitext(std::string_view wikitext,
+                           const std::vector<std::string>& hidden_link_prefixes = {});
+
+// A namespace name as links may spell it: MediaWiki matches namespace names without regard to
+// case, so ASCII, Latin-1, Greek and Cyrillic capitals are lowered, and '_' is a space.
+std::string fold_namespace_name(std::string_view name);
 
 }  // namespace sg

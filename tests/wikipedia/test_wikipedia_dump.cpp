@@ -256,6 +256,23 @@ TEST_CASE("pages are classified: namespaces, redirects, empty articles") {
   CHECK(sink.text_of["A"] == "A\n\nNew & better.");  // the last revision
 }
 
+TEST_CASE("namespace names come from the dump's <siteinfo>, not an English list") {
+  TempDir dir;
+  const std::string path = dir / "bg.xml";
+  write_file(path,
+             "<mediawiki><siteinfo><sitename>Уикипедия</sitename><namespaces>"
+             "<namespace key=\"6\" case=\"first-letter\">Файл</namespace>"
+             "<namespace key=\"14\" case=\"first-letter\">Категория</namespace>"
+             "<namespace key=\"10\" case=\"first-letter\">Шаблон</namespace>"
+             "</namespaces></siteinfo>"
+             "<page><title>София</title><ns>0</ns><revision><text>"
+             "[[Файл:Sofia.jpg|мини|Изглед]]'''София''' е столица.\n"
+             "[[Категория:Столици в Европа]]</text></revision></page></mediawiki>");
+  Collected sink;
+  sg::read_wikipedia_dump(path, sink, nullptr);
+  CHECK(sink.text_of["София"] == "София\n\nСофия е столица.");
+}
+
 TEST_CASE("files that are not dumps are refused by name") {
   TempDir dir;
   const std::string gzip = dir / "dump.xml.bz2";

@@ -172,3 +172,28 @@ TEST_CASE("random markup soup never throws, hangs or grows") {
     CHECK(cleaned.size() <= text.size());
   }
 }
+
+TEST_CASE("parentheses a removal left empty go, with their stray separators") {
+  CHECK(clean_wikitext("Ann ({{birth date|1950|1|1}}) was born.") == "Ann was born.");
+  CHECK(clean_wikitext("Ann ( {{IPA|a}} ), a poet") == "Ann, a poet");
+  CHECK(clean_wikitext("Ann (<ref>x</ref>; born 1950) wrote") == "Ann (born 1950) wrote");
+  CHECK(clean_wikitext("Ann (born 1950, {{circa}}) wrote") == "Ann (born 1950) wrote");
+  CHECK(clean_wikitext("Ann ({{a}}, {{b}}) and Bob<ref>x</ref> ()") == "Ann and Bob");
+  CHECK(clean_wikitext("call f() or g( )") == "call f() or g( )");  // right after a word: code
+  CHECK(clean_wikitext("(a) (b)") == "(a) (b)");
+}
+
+TEST_CASE("links into the dump's own File and Category namespaces go, in any case") {
+  const std::vector<std::string> bulgarian = {sg::fold_namespace_name("Файл"),
+                                              sg::fold_namespace_name("Категория")};
+  CHECK(clean_wikitext("Текст.\n[[Категория:Градове в България]]\n[[категория:X]]", bulgarian) ==
+        "Текст.");
+  CHECK(clean_wikitext("[[Файл:Sofia.jpg|мини|Надпис]]София", bulgarian) == "София");
+  CHECK(clean_wikitext("[[Category:X]][[File:y.png]]ok", bulgarian) == "ok");  // canonical too
+  CHECK(clean_wikitext("[[:Категория:X]] и [[Някой:Y|Y]]", bulgarian) == "Категория:X и Y");
+  // Without the dump's names only the canonical ones go.
+  CHECK(clean_wikitext("[[Категория:X]]") == "Категория:X");
+  CHECK(sg::fold_namespace_name("КАТЕГОРИЯ") == sg::fold_namespace_name("категория"));
+  CHECK(sg::fold_namespace_name("Ἀρχεῖο") == "Ἀρχεῖο");  // three-byte letters stay as written
+  CHECK(sg::fold_namespace_name("Kategória_X") == "kategória x");
+}
