@@ -24,8 +24,12 @@ struct Arguments {
   double temperature = 1.0;
   uint64_t seed = 1337;
   bool peak = false;
+  bool plan_json = false;
   sg::PrepareArguments prepare;
+  sg::ExportArguments export_args;
   sg::SweepArguments sweep;
+  std::vector<std::string> report_dirs;
+  std::string report_output = "report.html";
 };
 
 void add_job_arguments(CLI::App* cmd, Arguments& args,
@@ -66,6 +70,9 @@ int main(int argc, char** argv) {
   auto* plan = app.add_subcommand(
       "plan", "validate the job and print the resolved spec, parameters, FLOPs and memory");
   add_job_arguments(plan, args);
+  plan->add_flag("--json", args.plan_json,
+                 "print the resolved spec, mesh, device map, memory, FLOPs and data as one JSON "
+                 "object");
 
   auto* eval = app.add_subcommand("eval", "validation loss and perplexity of a checkpoint");
   add_job_arguments(eval, args, "job spec (YAML); omitted: the job the checkpoint was written by");
@@ -147,16 +154,48 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)
       ->needs(sweep_slurm);
 
+  auto* report = app.add_subcommand(
+      "report", "an HTML page plotting runs' metrics (a sweep's directory: its points)");
+  report->add_option("RUN_DIR", args.report_dirs, "run directories (log.dir) or sweep directories")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  report->add_option("-o,--output", args.report_output, "the HTML file to write")
+      ->capture_default_str();
+
+  auto* export_cmd = app.add_subcommand(
+      "export", "write a checkpoint's weights for Hugging Face transformers or torchvision");
+  export_cmd
+      ->add_option("CHECKPOINT", args.export_args.source,
+                   "checkpoint directory (step_*), a run directory (newest checkpoint), or a job "
+                   "file (its starting weights: model.init_from or its initialisation)")
+      ->required();
+  export_cmd->add_option("DIR", args.export_args.dir,
+                         "output directory (torchvision: or a .safetensors file)")
+      ->required();
+  export_cmd->add_option("--format", args.export_args.format,
+                         "hf (GPT-2 for transformers) or torchvision (ResNet state dict)")
+      ->required()
+      ->check(CLI::IsMember({"hf", "torchvision"}));
+  export_cmd->add_option("--tokenizer", args.export_args.tokenizer_dir,
+                         "hf: also copy this GPT-2 tokenizer (encoder.json, vocab.bpe) as "
+                         "vocab.json and merges.txt");
+  export_cmd->add_option("--set", args.export_args.sets,
+                         "override a job-spec key of the job file or of the job recorded in the "
+                         "checkpoint, e.g. --set model.init_from=PATH (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+
   auto* info = app.add_subcommand("info", "backends compiled in, devices, library versions");
   info->add_flag("--peak", args.peak, "also measure this machine's fp32 SGEMM peak");
 
   if (argc > 1 && argv[1][0] != '-') {
     const std::string command = argv[1];
     if (command != "train" && command != "plan" && command != "eval" && command != "sample" &&
-        command != "info" && command != "prepare" && command != "sweep") {
+        command != "info" && command != "prepare" && command != "sweep" &&
+        command != "report" && command != "export") {
       fmt::print(stderr,
                  "error: unknown command '{}'; use one of train, plan, eval, sample, prepare, "
-                 "sweep, info (see singularity --help)\n",
+                 "sweep, report, export, info (see singularity --help)\n",
                  command);
       return sg::kExitUsage;
     }
@@ -170,7 +209,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*train) return sg::run_train_command(args.job, args.sets, args.stop_after);
-    if (*plan) return sg::run_plan_command(args.job, args.sets);
+    if (*plan) return sg::run_plan_command(args.job, args.sets, args.plan_json);
     if (*sample) {
       return sg::run_sample_command(args.job, args.sets, args.checkpoint, args.prompt,
                                     args.tokens, args.temperature, args.seed,
@@ -180,6 +219,8 @@ int main(int argc, char** argv) {
     if (*eval) return sg::run_eval_command(args.job, args.sets, args.checkpoint);
     if (*prepare) return sg::run_prepare_command(args.prepare);
     if (*sweep) return sg::run_sweep_command(args.sweep);
+    if (*export_cmd) return sg::run_export_command(args.export_args);
+    if (*report) return sg::run_report_command(args.report_dirs, args.report_output);
   } catch (const sg::SpecError& e) {
     return report_and_exit(e.what(), sg::kExitUsage);
   } catch (const sg::RunError& e) {

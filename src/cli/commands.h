@@ -14,7 +14,9 @@ JobSpec load_job_or_quickstart(const std::string& job_path, const std::vector<st
 
 int run_train_command(const std::string& job_path, const std::vector<std::string>& sets,
                       long stop_after);
-int run_plan_command(const std::string& job_path, const std::vector<std::string>& sets);
+// as_json: the same figures as one JSON object on stdout. Exit 1 when the data is not ready.
+int run_plan_command(const std::string& job_path, const std::vector<std::string>& sets,
+                     bool as_json = false);
 int run_sample_command(const std::string& job_path, const std::vector<std::string>& sets,
                        const std::string& checkpoint, const std::string& prompt, int tokens,
                        double temperature, uint64_t seed, const std::string& tokenizer_dir);
@@ -32,6 +34,17 @@ struct PrepareArguments {
   int pack_short_side = 256;
 };
 int run_prepare_command(const PrepareArguments& args);
+
+// An HTML report (plots and a summary table) of run directories, or sweeps' points, to `output`.
+int run_report_command(const std::vector<std::string>& run_dirs, const std::string& output);
+
+// `export SOURCE DIR --format hf|torchvision` (export_command.cpp). SOURCE: a checkpoint (step_*
+// or run directory) or a job file (its starting weights).
+struct ExportArguments {
+  std::string source, dir, format, tokenizer_dir;
+  std::vector<std::string> sets;
+};
+int run_export_command(const ExportArguments& args);
 
 // The embedded quickstart job (configs/quickstart.yaml compiled into the binary).
 extern const char* const kQuickstartYaml;

@@ -1,9 +1,14 @@
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
+#include <cstdio>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "config/load_job_spec.h"
+#include "data/batch_source.h"
 #include "model/model_family.h"
 #include "optim/optimizer.h"
 #include "parallel/pipeline_schedule.h"
@@ -28,58 +33,116 @@ std::string join(const std::vector<std::string>& words) {
   return out;
 }
 
+// The resolved spec's YAML as JSON: maps and sequences as they are, scalars as numbers or
+// booleans where they read as such (the spec's own writer prints them so), else strings.
+nlohmann::json yaml_to_json(const YAML::Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& kv : node) out[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+    return out;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : node) out.push_back(yaml_to_json(item));
+    return out;
+  }
+  if (!node.IsScalar()) return nullptr;
+  const std::string text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted in the YAML: a string
+  if (text == "true" || text == "false") return text == "true";
+  try {
+    size_t used = 0;
+    const long long i = std::stoll(text, &used);
+    if (used == text.size()) return i;
+    const double d = std::stod(text, &used);
+    if (used == text.size()) return d;
+  } catch (const std::exception&) {
+  }
+  return text;
+}
+
 }  // namespace
 
-int run_plan_command(const std::string& job_path, const std::vector<std::string>& sets) {
+int run_plan_command(const std::string& job_path, const std::vector<std::string>& sets,
+                     bool as_json) {
   const JobSpec spec = load_job_or_quickstart(job_path, sets);
   const auto family = make_model_family(spec);
   const int tensor = spec.parallel.tensor, pipeline = spec.parallel.pipeline;
   family->check_split(tensor, pipeline);
-  fmt::print("# resolved job spec ({})\n{}\n", spec.source, job_spec_to_yaml(spec));
+  // Text for people, or one JSON object (as_json) with the same figures; print() is the text.
+  nlohmann::json j;
+  const auto print = [&]<typename... T>(fmt::format_string<T...> format, T&&... args) {
+    if (!as_json) fmt::print(format, std::forward<T>(args)...);
+  };
+  const std::string yaml = job_spec_to_yaml(spec);
+  print("# resolved job spec ({})\n{}\n", spec.source, yaml);
+  j["source"] = spec.source;
+  j["spec"] = yaml_to_json(YAML::Load(yaml));
 
   const ModelDescription& model = family->description();
   const ParameterLayout layout(model);
   const double flops_sample = family->training_flops_per_sample();
   const int units = family->units_per_sample();
   const std::string unit = family->sample_unit();
+  j["model"] = {{"summary", family->summary()},
+                {"parameters", family->parameter_count()},
+                {"flat_elements", layout.total()},
+                {"buffer_elements", layout.buffer_total()}};
+  j["flops"] = {{"per_sample", flops_sample},
+                {"per_" + unit.substr(0, unit.size() - 1), flops_sample / units},
+                {"per_step", flops_sample * spec.train.global_batch},
+                {"samples_per_step", spec.train.global_batch},
+                {"unit", unit},
+                {"units_per_sample", units}};
+  j["mesh"] = {{"data", spec.parallel.data}, {"tensor", tensor}, {"pipeline", pipeline}};
 
-  fmt::print("# plan\n");
-  fmt::print("model:             {}\n", family->summary());
-  fmt::print("parameters:        {} ({} elements in the flat buffer{})\n",
+  print("# plan\n");
+  print("model:             {}\n", family->summary());
+  print("parameters:        {} ({} elements in the flat buffer{})\n",
              family->parameter_count(), layout.total(),
              layout.buffer_total() > 0
                  ? fmt::format("; {} more in buffers such as running statistics",
                                layout.buffer_total())
                  : std::string());
   if (units > 1) {
-    fmt::print("flops per token:   {:.4g} (training: 6 x parameters + causal attention)\n",
+    print("flops per token:   {:.4g} (training: 6 x parameters + causal attention)\n",
                flops_sample / units);
   } else {
-    fmt::print("flops per sample:  {:.4g} (training: forward and backward, 3 x forward)\n",
+    print("flops per sample:  {:.4g} (training: forward and backward, 3 x forward)\n",
                flops_sample);
   }
-  fmt::print("flops per step:    {:.4g} ({} samples{})\n",
+  print("flops per step:    {:.4g} ({} samples{})\n",
              flops_sample * spec.train.global_batch, spec.train.global_batch,
              units > 1 ? fmt::format(" x {} {}", units, unit) : std::string());
-  fmt::print("virtual mesh:      data {} x tensor {} x pipeline {}\n", spec.parallel.data, tensor,
+  print("virtual mesh:      data {} x tensor {} x pipeline {}\n", spec.parallel.data, tensor,
              pipeline);
   const int processes = spec.devices.processes;
   const int mesh_per_process = tensor * pipeline;
   const int data_processes = processes / mesh_per_process;
   const int replicas_per_process = spec.parallel.data / data_processes;
-  fmt::print("device map:        {} process(es) on backend {}, {} thread(s) each; each runs {} "
+  print("device map:        {} process(es) on backend {}, {} thread(s) each; each runs {} "
              "virtual data replica(s) one after another\n",
              processes, spec.devices.backend, resolve_threads(spec), replicas_per_process);
   // Process p owns tensor coordinate p % tensor and pipeline stage (p / tensor) % pipeline; the
   // data-parallel group of a coordinate is every (tensor x pipeline)-th process.
   constexpr int kShown = 16;
-  for (int p = 0; p < std::min(processes, kShown); ++p) {
+  nlohmann::json map = nlohmann::json::array();
+  for (int p = 0; p < processes; ++p) {
     const int t = p % tensor, stage = (p / tensor) % pipeline, d = p / mesh_per_process;
-    fmt::print("  process {:>3}: tensor {}, pipeline stage {}, data replicas {}..{}\n", p, t,
-               stage, d * replicas_per_process, (d + 1) * replicas_per_process - 1);
+    const int first = d * replicas_per_process, last = (d + 1) * replicas_per_process - 1;
+    map.push_back({{"process", p}, {"tensor", t}, {"stage", stage}, {"replicas", {first, last}}});
+    if (p >= kShown) continue;
+    print("  process {:>3}: tensor {}, pipeline stage {}, data replicas {}..{}\n", p, t, stage,
+          first, last);
   }
-  if (processes > kShown) fmt::print("  ... ({} processes in all)\n", processes);
-  fmt::print("micro-steps:       {} per replica per step (global batch {} = data {} x "
+  j["device_map"] = {{"processes", processes},
+                     {"backend", spec.devices.backend},
+                     {"threads", resolve_threads(spec)},
+                     {"replicas_per_process", replicas_per_process},
+                     {"map", map}};
+  j["micro_steps"] = spec.grad_accum_steps();
+  if (processes > kShown) print("  ... ({} processes in all)\n", processes);
+  print("micro-steps:       {} per replica per step (global batch {} = data {} x "
              "micro_batch {} x {})\n",
              spec.grad_accum_steps(), spec.train.global_batch, spec.parallel.data,
              spec.train.micro_batch, spec.grad_accum_steps());
@@ -88,19 +151,25 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
     // Each replica's micro-batches fill the pipeline: S-1 of every M+S-1 slots are idle.
     const int M = spec.grad_accum_steps();
     std::string blocks;
+    nlohmann::json stages = nlohmann::json::array();
     for (int stage = 0; stage < pipeline; ++stage) {
       const auto [first, count] = stage_blocks(model, stage, pipeline);
       blocks += fmt::format("{}{}-{}", stage == 0 ? "" : " | ", first, first + count - 1);
+      stages.push_back({{"first_block", first}, {"blocks", count}});
     }
+    j["pipeline"] = {{"stages", stages},
+                     {"schedule", spec.parallel.schedule},
+                     {"micro_batches", M},
+                     {"bubble", static_cast<double>(pipeline - 1) / (M + pipeline - 1)}};
     // The head's cost in units of an average block (block costs are relative).
     double mean_block = 1.0;
     if (!model.block_costs.empty()) {
       mean_block = 0;
       for (double c : model.block_costs) mean_block += c / static_cast<double>(model.block_costs.size());
     }
-    fmt::print("pipeline stages:   blocks {} (+ the head, worth {:.1f} blocks, on the last)\n",
+    print("pipeline stages:   blocks {} (+ the head, worth {:.1f} blocks, on the last)\n",
                blocks, model.last_cost / mean_block);
-    fmt::print("pipeline:          {} stages, {} schedule, {} micro-batches per replica: bubble "
+    print("pipeline:          {} stages, {} schedule, {} micro-batches per replica: bubble "
                "{:.0f}% of each stage's time{}\n",
                pipeline, spec.parallel.schedule, M,
                100.0 * (pipeline - 1) / (M + pipeline - 1),
@@ -135,21 +204,25 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
   const double grads_bytes = 4 * model_share;
   const double state_whole = 4 * state_count * model_share;
   const double optimizer_bytes = state_whole / (spec.parallel.zero >= 1 ? data_processes : 1);
-  fmt::print("memory per process (fp32{}):\n",
-             mesh_per_process > 1 ? ", the largest tensor x pipeline shard" : "");
-  fmt::print("  parameters       {}\n", human_bytes(params_bytes));
-  fmt::print("  gradients        {}{}\n", human_bytes(grads_bytes),
+  // Weights, gradients, optimizer state and activations are fp32 in memory in every precision
+  // (bf16 and fp16 are the arithmetic of the products, docs/gpu.md), so the figures hold for all.
+  print("memory per process ({}{}):\n",
+        spec.train.precision == "fp32" ? "fp32"
+                                       : spec.train.precision + " products, fp32 storage",
+        mesh_per_process > 1 ? ", the largest tensor x pipeline shard" : "");
+  print("  parameters       {}\n", human_bytes(params_bytes));
+  print("  gradients        {}{}\n", human_bytes(grads_bytes),
              spec.parallel.zero >= 2
                  ? fmt::format(" (ZeRO-2: each process receives the reduced 1/{}; the "
                                "accumulation buffer is full size)",
                                data_processes)
                  : "");
-  fmt::print("  optimizer state  {} ({}: {}){}\n", human_bytes(optimizer_bytes), optimizer->name(),
+  print("  optimizer state  {} ({}: {}){}\n", human_bytes(optimizer_bytes), optimizer->name(),
              join(optimizer->state_names()),
              spec.parallel.zero >= 1 ? fmt::format("; ZeRO-{}: 1/{} of {}", spec.parallel.zero,
                                                    data_processes, human_bytes(state_whole))
                                      : "");
-  fmt::print("  activations      {} (micro-batch {}{} {}, with backward scratch{}{})\n",
+  print("  activations      {} (micro-batch {}{} {}, with backward scratch{}{})\n",
              human_bytes(activation_bytes), stage_batch,
              units > 1 ? fmt::format(" x {}", units) : std::string(), unit,
              pipeline > 1 ? fmt::format("; the largest stage, {} schedule",
@@ -159,8 +232,35 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
                                  "{}",
                                  replicas_per_process, spec.train.micro_batch)
                    : "");
-  fmt::print("  total            {}\n",
-             human_bytes(params_bytes + grads_bytes + optimizer_bytes + activation_bytes));
+  const double total_bytes = params_bytes + grads_bytes + optimizer_bytes + activation_bytes;
+  print("  total            {}\n", human_bytes(total_bytes));
+  j["memory"] = {{"precision", spec.train.precision},
+                 {"storage", "fp32"},
+                 {"parameters_bytes", params_bytes},
+                 {"gradients_bytes", grads_bytes},
+                 {"optimizer_state_bytes", optimizer_bytes},
+                 {"activations_bytes", activation_bytes},
+                 {"total_bytes", total_bytes}};
+
+  // The data: the files must exist; their tokens or images are counted (as the trainer opens
+  // them, checksums of the manifest included).
+  bool data_ok = true;
+  try {
+    const Dataset data = open_dataset(spec, family->batch_fields(spec.train.micro_batch));
+    print("data:              {}\n", data.description);
+    j["data"] = {{"ok", true}, {"description", data.description}};
+  } catch (const std::exception& e) {
+    data_ok = false;
+    print("data:              NOT READY: {}\n", e.what());
+    j["data"] = {{"ok", false}, {"error", e.what()}};
+  }
+  if (as_json) fmt::print("{}\n", j.dump(2));
+  if (!data_ok) {
+    std::fflush(stdout);
+    fmt::print(stderr, "error: the job's data is not ready (see data: above); prepare it, or fix "
+                       "data.* in the job\n");
+    return kExitRuntime;
+  }
   return 0;
 }
 

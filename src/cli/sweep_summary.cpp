@@ -108,28 +108,50 @@ void write_point_record(const std::string& run_dir, const PointRecord& r) {
   write_file_atomically(run_dir + "/sweep_status.json", j.dump() + "\n");
 }
 
+bool MetricsLine::is_eval() const { return value("val_loss").has_value(); }
+
+std::optional<double> MetricsLine::value(const std::string& key) const {
+  return lookup(values, key);
+}
+
+std::vector<MetricsLine> read_metrics_lines(const std::string& run_dir) {
+  std::vector<MetricsLine> lines;
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  std::string text;
+  while (std::getline(in, text)) {
+    const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer())
+      continue;  // a torn last line
+    MetricsLine line;
+    line.step = j["step"].get<int64_t>();
+    for (const auto& [key, value] : j.items()) {
+      if (key == "step") continue;
+      line.values.emplace_back(
+          key, value.is_boolean() ? (value.get<bool>() ? 1.0 : 0.0) : number_of(value));
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
 PointMetrics read_point_metrics(const std::string& run_dir) {
   PointMetrics m;
-  std::ifstream in(run_dir + "/metrics.jsonl");
   std::map<std::string, std::vector<double>> throughputs;
   std::vector<std::string> throughput_order;
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("step")) continue;  // a torn last line
-    if (j.contains("val_loss")) {
-      m.val_loss = number_of(j["val_loss"]);
+  for (const MetricsLine& line : read_metrics_lines(run_dir)) {
+    if (line.is_eval()) {
+      m.val_loss = line.value("val_loss");
       m.val_metrics.clear();
-      for (const auto& [key, value] : j.items())
-        if (key != "step" && key != "val_loss") m.val_metrics.emplace_back(key, number_of(value));
-    } else if (j.contains("loss")) {
-      m.last_step = j["step"].get<int64_t>();
-      m.train_loss = number_of(j["loss"]);
-      if (j.contains("step_ms")) m.train_s += number_of(j["step_ms"]) / 1000.0;
-      for (const auto& [key, value] : j.items()) {
+      for (const auto& [key, value] : line.values)
+        if (key != "val_loss") m.val_metrics.emplace_back(key, value);
+    } else if (const auto loss = line.value("loss")) {
+      m.last_step = line.step;
+      m.train_loss = loss;
+      if (const auto ms = line.value("step_ms")) m.train_s += *ms / 1000.0;
+      for (const auto& [key, value] : line.values) {
         if (key.size() <= 6 || key.compare(key.size() - 6, 6, "_per_s") != 0) continue;
         if (!throughputs.count(key)) throughput_order.push_back(key);
-        throughputs[key].push_back(number_of(value));
+        throughputs[key].push_back(value);
       }
     }
   }

@@ -31,6 +31,18 @@ struct PointRecord {
 std::optional<PointRecord> read_point_record(const std::string& run_dir);
 void write_point_record(const std::string& run_dir, const PointRecord& record);
 
+// One line of a run directory's metrics.jsonl (see train/metrics_log.h): its step and its other
+// values in the file's order; JSON null (a non-finite value) reads as NaN, true/false as 1/0.
+struct MetricsLine {
+  int64_t step = 0;
+  std::vector<std::pair<std::string, double>> values;
+  bool is_eval() const;  // an evaluation's line (val_loss, ...), not a step's
+  std::optional<double> value(const std::string& key) const;
+};
+// Every well-formed line of <run_dir>/metrics.jsonl (a torn last line is left out); empty when
+// there is no such file.
+std::vector<MetricsLine> read_metrics_lines(const std::string& run_dir);
+
 // The end of a run directory's metrics.jsonl (see train/metrics_log.h).
 struct PointMetrics {
   int64_t last_step = 0;

@@ -25,6 +25,10 @@ struct ModelSpec {
   bool zero_init_residual = false;  // each block's last batch norm starts at scale 0
   bool sync_bn = false;             // batch statistics over every data-parallel replica
   double label_smoothing = 0.0;
+  // Weights to start from when there is no checkpoint to resume (fresh optimizer, step 0): a
+  // Hugging Face GPT-2 directory, a torchvision .safetensors state dict, or one of our
+  // checkpoints. Empty: the family's initialisation.
+  std::string init_from;
 };
 
 struct DataSpec {
@@ -105,6 +109,7 @@ struct CheckpointSpec {
 struct LogSpec {
   std::string dir;  // default runs/<name>
   int every = 1;    // steps between log lines
+  bool tensorboard = false;  // rank 0 also writes TensorBoard event files to <dir>/tb/
 };
 
 struct JobSpec {

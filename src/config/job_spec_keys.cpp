@@ -30,6 +30,7 @@ const JobSpecKey kKeys[] = {
     SG_KEY(model.zero_init_residual),
     SG_KEY(model.sync_bn),
     SG_KEY(model.label_smoothing),
+    SG_KEY(model.init_from),
     SG_KEY(data.dataset),
     SG_KEY(data.train),
     SG_KEY(data.val),
@@ -80,6 +81,7 @@ const JobSpecKey kKeys[] = {
     SG_KEY(checkpoint.resume),
     SG_KEY(log.dir),
     SG_KEY(log.every),
+    SG_KEY(log.tensorboard),
 };
 
 #undef SG_KEY

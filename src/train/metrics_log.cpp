@@ -51,8 +51,8 @@ MetricsLog::MetricsLog(const std::string& run_dir, int64_t resume_step, int64_t 
   // A resumed run's data starts after its checkpoint; a fresh one's at 0 (the evaluation before
   // the first step), superseding what earlier event files hold from there on.
   if (tensorboard) {
-    tensorboard_ = std::make_unique<TensorBoardWriter>(run_dir + "/tb",
-                                                       resume_step > 0 ? resume_step + 1 : 0);
+    tensorboard_ =
+        std::make_unique<TensorBoardWriter>(run_dir + "/tb", resume_step > 0 ? resume_step + 1 : 0);
   }
 }
 
@@ -88,8 +88,8 @@ void MetricsLog::log_step(const StepMetrics& m, bool print) {
   }
   if (m.loss_scale > 0 || m.skipped_steps > 0) {
     fields.push_back({"skipped", m.skipped ? "true" : "false", m.skipped ? 1.0 : 0.0});
-    fields.push_back({"skipped_steps", std::to_string(m.skipped_steps),
-                      static_cast<double>(m.skipped_steps)});
+    fields.push_back(
+        {"skipped_steps", std::to_string(m.skipped_steps), static_cast<double>(m.skipped_steps)});
   }
   write_line(m.step, fields);
   if (print) {

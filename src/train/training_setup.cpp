@@ -21,6 +21,7 @@
 #include "parallel/deterministic_reduce.h"
 #include "train/device_placement.h"
 #include "train/gradient_reduction.h"
+#include "train/initial_weights.h"
 #include "train/loss_scale.h"
 #include "train/training_run.h"
 #include "util/error.h"
@@ -210,7 +211,18 @@ std::unique_ptr<TrainingRun> set_up_training(const JobSpec& spec, Communicator& 
 
   run->state.seed = spec.seed;
   run->resume_path = choose_resume_checkpoint(spec, run->checkpoints_dir, world);
-  if (run->resume_path) resume(*run);
+  if (run->resume_path) {
+    resume(*run);
+  } else if (!spec.model.init_from.empty()) {
+    // model.init_from: the weights only; the optimizer state stays fresh and the run at step 0.
+    HostMirror params(backend, run->param_data(), padded, true);
+    HostMirror buffers(backend, run->buffer_data(), run->buffers.bytes() / sizeof(float), true);
+    const std::string what = load_initial_weights(spec.model.init_from, *run->family, layout,
+                                                  params.data(), buffers.data());
+    params.upload();
+    buffers.upload();
+    if (run->root() && !options.quiet) fmt::print("initialised from {}\n", what);
+  }
   // fp16 starts (or, from an fp32 checkpoint, restarts) loss scaling at the job's scale; a
   // resumed fp16 run goes on with its checkpoint's.
   if (spec.train.precision == "fp16" && run->state.loss_scale <= 0) {
@@ -225,7 +237,8 @@ std::unique_ptr<TrainingRun> set_up_training(const JobSpec& spec, Communicator& 
   run->last_step = options.stop_after > 0 ? std::min<int64_t>(options.stop_after, run->total_steps)
                                           : run->total_steps;
   if (run->root()) {
-    run->log.emplace(run->run_dir, run->state.step, run->total_steps, run->family->sample_unit());
+    run->log.emplace(run->run_dir, run->state.step, run->total_steps, run->family->sample_unit(),
+                     spec.log.tensorboard);
   }
   place_replicas(*run);
   run->fused_replicas = run->family->synchronized_statistics() && run->local_replicas > 1;

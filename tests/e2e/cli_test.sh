@@ -28,7 +28,7 @@ expect() {
 
 expect 0 'singularity [0-9]+\.[0-9]+' -- "$bin" --version
 expect 0 'train.*plan.*eval.*sample.*prepare.*info' -- bash -c "'$bin' --help | tr '\n' ' '"
-for sub in train plan eval sample prepare info; do
+for sub in train plan eval sample prepare info sweep export report; do
   expect 0 'Usage|usage' -- "$bin" "$sub" --help
 done
 
@@ -36,7 +36,7 @@ done
 man_page="${SINGULARITY_SOURCE_ROOT:-}/man/singularity.1"
 if [[ -f $man_page ]]; then
   man_text=$(sed -e 's/\\-/-/g' "$man_page")
-  for sub in train plan eval sample prepare info; do
+  for sub in train plan eval sample prepare info sweep export report; do
     for option in $("$bin" "$sub" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
       [[ $option == --help ]] && continue
       if grep -qF -- "$option" <<<"$man_text" && grep -qE "^\.B singularity $sub" <<<"$man_text"; then
