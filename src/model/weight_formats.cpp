@@ -1,11 +1,14 @@
 #include "model/weight_formats.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <set>
+#include <sstream>
 
+#include <fmt/format.h>
+
+#include "model/resnet_family.h"
 #include "util/error.h"
 
 namespace sg {
@@ -247,6 +250,43 @@ void torchvision_to_resnet(const SafetensorsFile& file, const ModelDescription& 
                    "'; the state dict is not a "
                    "torchvision ResNet of the job's model.depth");
   }
+}
+
+std::string import_foreign_weights(const ModelFamily& family, const std::string& path,
+                                   bool hugging_face_directory, float* whole_params,
+                                   float* whole_buffers) {
+  const auto* gpt2 = dynamic_cast<const GPT2Family*>(&family);
+  const auto* resnet = dynamic_cast<const ResNetFamily*>(&family);
+  if (hugging_face_directory) {
+    if (gpt2 == nullptr)
+      throw SpecError("model.init_from " + path +
+                      " is a Hugging Face directory, which is read for model.arch gpt2 only, but "
+                      "the job has model.arch " + family.name());
+    const std::string config_path = path + "/config.json";
+    std::ifstream in(config_path, std::ios::binary);
+    if (!in) throw RunError(config_path + ": cannot read");
+    std::stringstream text;
+    text << in.rdbuf();
+    nlohmann::json config;
+    try {
+      config = nlohmann::json::parse(text.str());
+    } catch (const nlohmann::json::parse_error& e) {
+      throw RunError(config_path + ": not valid JSON (error at byte " + std::to_string(e.byte) + ")");
+    }
+    check_hf_gpt2_config(config, gpt2->shape(), config_path);
+    hf_to_gpt2(SafetensorsFile(path + "/model.safetensors"), gpt2->shape(), whole_params);
+    return "Hugging Face GPT-2 " + path;
+  }
+  if (gpt2 != nullptr) {
+    hf_to_gpt2(SafetensorsFile(path), gpt2->shape(), whole_params);
+    return "Hugging Face GPT-2 weights " + path;
+  }
+  if (resnet != nullptr) {
+    torchvision_to_resnet(SafetensorsFile(path), family.description(), whole_params, whole_buffers);
+    return "torchvision state dict " + path;
+  }
+  throw SpecError("model.init_from: model.arch " + family.name() +
+                  " cannot start from a safetensors file; give one of our checkpoints");
 }
 
 }  // namespace sg

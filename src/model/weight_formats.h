@@ -69,4 +69,13 @@ std::vector<ForeignTensor> resnet_to_torchvision(const ModelDescription& descrip
 void torchvision_to_resnet(const SafetensorsFile& file, const ModelDescription& description,
                            float* params, float* buffers);
 
+// model.init_from's foreign weights for any family: a Hugging Face directory (config.json +
+// model.safetensors, its config checked against the job) or a safetensors file, read into the
+// whole (unsharded) parameters and buffers. The family decides the format (GPT-2: Hugging
+// Face's; ResNet: torchvision's); SpecError for a family or source that has none. Returns what
+// was read, for the log.
+std::string import_foreign_weights(const ModelFamily& family, const std::string& path,
+                                   bool hugging_face_directory, float* whole_params,
+                                   float* whole_buffers);
+
 }  // namespace sg

@@ -1,13 +1,8 @@
 #include "train/initial_weights.h"
 
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "checkpoint/checkpoint.h"
-#include "model/gpt2_family.h"
-#include "model/resnet_family.h"
 #include "model/weight_formats.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
@@ -25,18 +20,6 @@ std::string find_checkpoint(const std::string& path) {
     if (auto found = find_resume_checkpoint(dir, "auto", nullptr)) return *found;
   }
   return "";
-}
-
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RunError(path + ": cannot read");
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw RunError(path + ": not valid JSON (error at byte " + std::to_string(e.byte) + ")");
-  }
 }
 
 // Slices whole tensors (the unsharded layout's buffers) into this shard.
@@ -100,31 +83,9 @@ std::string load_initial_weights(const std::string& path, const ModelFamily& fam
   }
   const ParameterLayout whole(family.description());
   std::vector<float> whole_params(whole.total(), 0.0f), whole_buffers(whole.buffer_total(), 0.0f);
-  const auto* gpt2 = dynamic_cast<const GPT2Family*>(&family);
-  const auto* resnet = dynamic_cast<const ResNetFamily*>(&family);
-  std::string what;
-  if (source == WeightSource::kHuggingFace) {
-    if (gpt2 == nullptr)
-      throw SpecError("model.init_from " + path +
-                      " is a Hugging Face directory, which is read "
-                      "for model.arch gpt2 only, but the job has model.arch " +
-                      family.name());
-    const std::string config_path = (fs::path(path) / "config.json").string();
-    check_hf_gpt2_config(read_json_file(config_path), gpt2->shape(), config_path);
-    hf_to_gpt2(SafetensorsFile((fs::path(path) / "model.safetensors").string()), gpt2->shape(),
-               whole_params.data());
-    what = "Hugging Face GPT-2 " + path;
-  } else if (gpt2 != nullptr) {
-    hf_to_gpt2(SafetensorsFile(path), gpt2->shape(), whole_params.data());
-    what = "Hugging Face GPT-2 weights " + path;
-  } else if (resnet != nullptr) {
-    torchvision_to_resnet(SafetensorsFile(path), family.description(), whole_params.data(),
-                          whole_buffers.data());
-    what = "torchvision state dict " + path;
-  } else {
-    throw SpecError("model.init_from: model.arch " + family.name() +
-                    " cannot start from a safetensors file; give one of our checkpoints");
-  }
+  const std::string what =
+      import_foreign_weights(family, path, source == WeightSource::kHuggingFace,
+                             whole_params.data(), whole_buffers.data());
   slice_whole(layout, whole_params, whole_buffers, params, buffers);
   return what;
 }
