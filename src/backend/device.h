@@ -1,7 +1,8 @@
 #pragma once
 // Backend device interface: what `info` reports and what training asks of a device.
-// The CUDA implementation lives in kernels/cuda/device.cu; a build without CUDA links
-// src/backend/cuda_stub.cpp, whose functions say so loudly (never a silent CPU fallback).
+// The CUDA implementation lives in kernels/cuda/device.cu, inside the CUDA module that
+// src/backend/cuda_loader.cpp loads on first use; where the build has no module, or it cannot be
+// loaded, these functions throw saying so (never a silent CPU fallback).
 #include <cstddef>
 #include <string>
 #include <vector>
