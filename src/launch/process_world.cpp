@@ -4,11 +4,9 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -117,29 +115,23 @@ namespace {
 
 volatile sig_atomic_t g_launcher_pid = 0;
 volatile sig_atomic_t g_forwarded = 0;
-std::atomic<long long> g_first_forward_ns{0};
-
-long long monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
 
 // The first stop signal becomes SIGUSR1 for the ranks (mpirun and srun both pass it on), which
 // checkpoint and stop; a later one (past the debounce) SIGTERM, which ends them at once.
-void forward_signal(int) {
+void forward_signal(int signal) {
   const pid_t child = g_launcher_pid;
   if (child <= 0) return;
-  const long long now = monotonic_ns();
-  if (g_forwarded == 0) {
-    g_forwarded = 1;
-    g_first_forward_ns.store(now);
-    kill(child, SIGUSR1);
-    return;
+  switch (note_stop_signal(signal)) {
+    case StopArrival::kFirst:
+      g_forwarded = 1;
+      kill(child, SIGUSR1);
+      break;
+    case StopArrival::kSecond:
+      kill(child, SIGTERM);
+      break;
+    case StopArrival::kRepeat:
+      break;
   }
-  const long long debounce =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(kSignalDebounce).count();
-  if (now - g_first_forward_ns.load() >= debounce) kill(child, SIGTERM);
 }
 
 bool on_path(const std::string& program) {

@@ -31,15 +31,7 @@ volatile sig_atomic_t g_settled_exit = -1;
 
 void on_stop_signal(int signal) {
   if (g_settled_exit >= 0) _exit(g_settled_exit);
-  const long long now = monotonic_ns();
-  if (g_signal == 0) {
-    g_first_ns.store(now);
-    g_signal = signal;
-    return;
-  }
-  const long long debounce_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(kSignalDebounce).count();
-  if (now - g_first_ns.load() < debounce_ns) return;  // the same notice, delivered twice
+  if (note_stop_signal(signal) != StopArrival::kSecond) return;
   write_line(signal_name(signal), ": second stop signal, ending now without a checkpoint\n");
   _exit(128 + signal);
 }
@@ -64,6 +56,18 @@ void install_stop_handlers() {
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;  // blocking reads and MPI calls go on; the loop checks the flag
   for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaction(s, &action, nullptr);
+}
+
+StopArrival note_stop_signal(int signal) {
+  const long long now = monotonic_ns();
+  if (g_signal == 0) {
+    g_first_ns.store(now);
+    g_signal = signal;
+    return StopArrival::kFirst;
+  }
+  const long long debounce_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(kSignalDebounce).count();
+  return now - g_first_ns.load() < debounce_ns ? StopArrival::kRepeat : StopArrival::kSecond;
 }
 
 void settle_stop_handlers(int exit_code) { g_settled_exit = exit_code; }

@@ -14,6 +14,12 @@ namespace sg {
 constexpr int kExitInterrupted = 3;
 constexpr std::chrono::milliseconds kSignalDebounce{1000};
 
+// Records a stop signal arriving now; async-signal-safe, for signal handlers. kFirst: the
+// first (stop_signal_received() returns it from now on); kRepeat: a copy within
+// kSignalDebounce of the first; kSecond: a later one.
+enum class StopArrival { kFirst, kRepeat, kSecond };
+StopArrival note_stop_signal(int signal);
+
 // Installs the handlers for SIGTERM, SIGINT and SIGUSR1 (idempotent).
 void install_stop_handlers();
 

@@ -11,20 +11,6 @@ bin="$1"
 man_page="${2:-}/man/singularity.1"
 source "$(dirname "$0")/run_lib.sh"
 
-# expect CODE PATTERN -- command...: the exit code, and the combined output matches PATTERN.
-expect() {
-  local code="$1" pattern="$2"
-  shift 3
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  check
-  if [[ $rc -ne $code ]] || ! grep -Eq -- "$pattern" <<<"$out"; then
-    fail "$* -> exit $rc (want $code, output matching '$pattern'):"
-    echo "$out" | head -8
-  fi
-}
-
 set_tiny=(--set model.n_layer=1 --set model.n_head=2 --set model.n_embd=32 --set model.context=32
           --set train.global_batch=8 --set train.micro_batch=4 --set devices.processes=1
           --set parallel.data=1 --set data.synthetic_train_tokens=16384

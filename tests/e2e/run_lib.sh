@@ -11,6 +11,19 @@ fail() {
   echo "FAIL: $*"
   if [[ $failed_this -eq 0 ]]; then failures=$((failures + 1)); failed_this=1; fi
 }
+# expect CODE PATTERN -- command...: the exit code, and the combined output matches PATTERN.
+expect() {
+  local code="$1" pattern="$2"
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  check
+  if [[ $rc -ne $code ]] || ! grep -Eq -- "$pattern" <<<"$out"; then
+    fail "$* -> exit $rc (want $code, output matching '$pattern'):"
+    echo "$out" | head -8
+  fi
+}
 # The per-step training losses of run directory $1, one per line.
 losses() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/.*"loss": \([^,]*\),.*/\1/'; }
 # The worst relative difference of two runs' per-step losses.

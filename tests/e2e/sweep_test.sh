@@ -10,19 +10,6 @@ bin="$1"
 man_page="${2:-}/man/singularity.1"
 source "$(dirname "$0")/run_lib.sh"
 
-# expect CODE PATTERN -- command...: the exit code, and the combined output matches PATTERN.
-expect() {
-  local code="$1" pattern="$2"
-  shift 3
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  check
-  if [[ $rc -ne $code ]] || ! grep -Eq -- "$pattern" <<<"$out"; then
-    fail "$* -> exit $rc (want $code, output matching '$pattern'):"
-    echo "$out" | head -8
-  fi
-}
 # The value of field $2 in the last line of $1 (a metrics.jsonl) that has it.
 last_value() { grep "\"$2\": " "$1" | tail -1 | sed "s/.*\"$2\": \([^,}]*\).*/\1/"; }
 # Column $2 (by header name) of row index $3 of the CSV $1 (fields without commas or quotes).
