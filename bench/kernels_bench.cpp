@@ -27,6 +27,7 @@
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 #include "kernels/residual.h"
+#include "kernels/cpu/kernel_table.h"
 
 namespace {
 
@@ -79,8 +80,8 @@ int main(int argc, char** argv) {
   if (blas_threads < 0) blas_threads = threads;
   omp_set_num_threads(threads);
   openblas_set_num_threads(blas_threads);
-  std::printf("threads %d, BLAS threads %d (OpenBLAS: %s)\n", threads, blas_threads,
-              openblas_get_config());
+  std::printf("threads %d, BLAS threads %d (OpenBLAS: %s), kernels %s (SINGULARITY_CPU_KERNELS)\n",
+              threads, blas_threads, openblas_get_config(), sg::cpu::kernels().isa);
 
   const auto want = [&](const char* name) {
     return only.empty() || std::string(name).find(only) != std::string::npos;
@@ -112,10 +113,10 @@ int main(int argc, char** argv) {
     auto dinp = filled(std::size_t(N) * in), dw = filled(std::size_t(out) * in), db = filled(out);
     const double flops = 2.0 * N * in * out;
     const double tf = time_best([&] {
-      sg::cpu::matmul_forward(y.data(), inp.data(), w.data(), bias ? b.data() : nullptr, N, in, out);
+      sg::cpu::kernels().matmul_forward(y.data(), inp.data(), w.data(), bias ? b.data() : nullptr, N, in, out);
     });
     const double tb = time_best([&] {
-      sg::cpu::matmul_backward(dinp.data(), dw.data(), bias ? db.data() : nullptr, dy.data(),
+      sg::cpu::kernels().matmul_backward(dinp.data(), dw.data(), bias ? db.data() : nullptr, dy.data(),
                                inp.data(), w.data(), N, in, out);
     });
     report_flops((std::string(name) + " fwd").c_str(), tf, flops);
@@ -136,10 +137,10 @@ int main(int argc, char** argv) {
     const double hs = C / NH;
     const double flops = 4.0 * B * NH * T * T * hs;  // dense-equivalent, as MFU counts it
     const double tf = time_best([&] {
-      sg::cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+      sg::cpu::kernels().attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
     });
     const double tb = time_best([&] {
-      sg::cpu::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(),
+      sg::cpu::kernels().attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(),
                                   B, T, C, NH);
     });
     report_flops("attention fwd", tf, flops);
@@ -152,11 +153,11 @@ int main(int argc, char** argv) {
     std::vector<float> mean(N), rstd(N);
     auto dout = filled(inp.size()), dinp = filled(inp.size()), dw = filled(C), db = filled(C);
     const double tf = time_best([&] {
-      sg::cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(),
+      sg::cpu::kernels().layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(),
                                  b.data(), N, C);
     });
     const double tb = time_best([&] {
-      sg::cpu::layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(),
+      sg::cpu::kernels().layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(),
                                   w.data(), mean.data(), rstd.data(), N, C);
     });
     report_bytes("layernorm fwd", tf, 2.0 * N * C * kF);
@@ -166,9 +167,9 @@ int main(int argc, char** argv) {
   if (want("gelu")) {
     const long n = long(N) * 4 * C;
     auto inp = filled(n, 6.0f), out = filled(n), dout = filled(n), dinp = filled(n);
-    const double tf = time_best([&] { sg::cpu::gelu_forward(out.data(), inp.data(), n); });
+    const double tf = time_best([&] { sg::cpu::kernels().gelu_forward(out.data(), inp.data(), n); });
     const double tb = time_best([&] {
-      sg::cpu::gelu_backward(dinp.data(), inp.data(), dout.data(), n);
+      sg::cpu::kernels().gelu_backward(dinp.data(), inp.data(), dout.data(), n);
     });
     report_bytes("gelu fwd", tf, 2.0 * n * kF);
     report_bytes("gelu bwd", tb, 4.0 * n * kF);
@@ -177,8 +178,8 @@ int main(int argc, char** argv) {
   if (want("residual")) {
     const long n = long(N) * C;
     auto a = filled(n), b = filled(n), out = filled(n);
-    const double tf = time_best([&] { sg::cpu::residual_forward(out.data(), a.data(), b.data(), n); });
-    const double tb = time_best([&] { sg::cpu::residual_backward(a.data(), b.data(), out.data(), n); });
+    const double tf = time_best([&] { sg::cpu::kernels().residual_forward(out.data(), a.data(), b.data(), n); });
+    const double tb = time_best([&] { sg::cpu::kernels().residual_backward(a.data(), b.data(), out.data(), n); });
     report_bytes("residual fwd", tf, 3.0 * n * kF);
     report_bytes("residual bwd", tb, 5.0 * n * kF);
     step_seconds += 2 * L * (tf + tb);
@@ -189,10 +190,10 @@ int main(int argc, char** argv) {
     std::vector<std::int32_t> tokens(N);
     for (int i = 0; i < N; ++i) tokens[i] = (i * 7919) % V;
     const double tf = time_best([&] {
-      sg::cpu::encoder_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+      sg::cpu::kernels().encoder_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
     });
     const double tb = time_best([&] {
-      sg::cpu::encoder_backward(dwte.data(), dwpe.data(), out.data(), tokens.data(), B, T, C);
+      sg::cpu::kernels().encoder_backward(dwte.data(), dwpe.data(), out.data(), tokens.data(), B, T, C);
     });
     report_bytes("encoder fwd", tf, 3.0 * N * C * kF);
     report_bytes("encoder bwd", tb, 5.0 * N * C * kF);
@@ -204,11 +205,11 @@ int main(int argc, char** argv) {
     std::vector<std::int32_t> targets(N);
     for (int i = 0; i < N; ++i) targets[i] = (i * 104729) % V;
     const double tf = time_best([&] {
-      sg::cpu::crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N,
+      sg::cpu::kernels().crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N,
                                     V, Vp);
     });
     const double tb = time_best([&] {
-      sg::cpu::crossentropy_backward(logits.data(), probs.data(), targets.data(), 1.0f / N, N, V,
+      sg::cpu::kernels().crossentropy_backward(logits.data(), probs.data(), targets.data(), 1.0f / N, N, V,
                                      Vp);
     });
     report_bytes("crossentropy fwd", tf, 2.0 * N * Vp * kF);
@@ -221,12 +222,12 @@ int main(int argc, char** argv) {
     auto p = filled(n), m = filled(n), v = filled(n, 0.0f), g = filled(n);
     for (float& vi : v) vi = 1e-4f;
     const double ta = time_best([&] {
-      sg::cpu::adamw_update(p.data(), m.data(), v.data(), g.data(), n, 1e-4f, 0.9f, 0.95f, 1e-8f,
+      sg::cpu::kernels().adamw_update(p.data(), m.data(), v.data(), g.data(), n, 1e-4f, 0.9f, 0.95f, 1e-8f,
                             0.1f, 10);
     });
     double norm = 0.0;
-    const double tn = time_best([&] { norm = std::sqrt(sg::cpu::sum_of_squares(g.data(), n)); });
-    const double tc = time_best([&] { sg::cpu::clip_by_global_norm(g.data(), n, norm, 1e30f); });
+    const double tn = time_best([&] { norm = std::sqrt(sg::cpu::kernels().sum_of_squares(g.data(), n)); });
+    const double tc = time_best([&] { sg::cpu::kernels().clip_by_global_norm(g.data(), n, norm, 1e30f); });
     std::printf("(parameters: %ld)\n", n);
     report_bytes("adamw", ta, 7.0 * n * kF);
     report_bytes("sum_of_squares", tn, 1.0 * n * kF);

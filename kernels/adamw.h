@@ -5,7 +5,9 @@
 // Matches torch.optim.AdamW. The caller passes weight_decay = 0 for tensors that are not decayed
 // (biases, layernorm, and any 1-D tensor).
 
-namespace sg::cpu {
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void adamw_update(float* params,       // (n)
                   float* m,            // (n) first moment
@@ -14,4 +16,4 @@ void adamw_update(float* params,       // (n)
                   long n, float lr, float beta1, float beta2, float eps, float weight_decay,
                   int step);           // 1-based step count t for the bias correction
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

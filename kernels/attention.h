@@ -4,7 +4,9 @@
 // head h uses channels [h*hs, (h+1)*hs) of each, hs = C / NH. Scale 1/sqrt(hs).
 // att saves the softmax probabilities (entries above the diagonal are 0).
 
-namespace sg::cpu {
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void attention_forward(float* out,        // (B,T,C)
                        float* att,        // (B,NH,T,T) softmax probabilities, saved
@@ -19,4 +21,4 @@ void attention_backward(float* dqkv,        // (B,T,3C) +=
                         const float* att,   // (B,NH,T,T)
                         int B, int T, int C, int NH);
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -10,6 +10,9 @@
 // also the reference the fused pair is tested against. Sums are in double.
 //   dx = gamma / sqrt(var + eps) * (dy - sum(dy)/count - xhat * sum(dy * xhat)/count)
 
+#include "kernels/cpu/isa.h"
+
+// oneDNN's (kernels/cpu/batchnorm_dnnl.cpp), compiled once: oneDNN picks its own instructions.
 namespace sg::cpu {
 
 void batchnorm_forward_train(float* out,          // (M,C) =
@@ -28,6 +31,11 @@ void batchnorm_backward(float* dinp,         // (M,C) =
                         const float* var,    // (C)
                         const float* gamma,  // (C)
                         long M, int C, float eps);
+
+}  // namespace sg::cpu
+
+// Hand-written loops (kernels/cpu/batchnorm.cpp), one copy per instruction-set variant.
+namespace sg::cpu::inline SG_CPU_ISA {
 
 // sums[c] = sum_m inp[m,c], sums[C+c] = sum_m inp[m,c]^2.
 void batchnorm_sums(double* sums,  // (2C) =
@@ -53,4 +61,4 @@ void batchnorm_update_running(float* running_mean, float* running_var,  // (C) u
                               const float* mean, const float* var,      // (C) batch, biased
                               double count, int C, float momentum);
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

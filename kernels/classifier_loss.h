@@ -6,7 +6,9 @@
 // Rows are independent; each row is computed in a fixed order (thread-count independent).
 #include <cstdint>
 
-namespace sg::cpu {
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA {
 
 // dlogits may alias logits, or be null (evaluation: losses only).
 void classifier_loss_forward_backward(float* losses,          // (N) =
@@ -23,4 +25,4 @@ void classifier_correct(int64_t* top1, int64_t* top5,  // += counts
                         const int32_t* labels,         // (N)
                         int N, int K);
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

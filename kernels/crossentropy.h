@@ -4,7 +4,9 @@
 
 #include <cstdint>
 
-namespace sg::cpu {
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA {
 
 // losses[n] = -log softmax(logits[n, 0:V])[targets[n]]; probs[n, 0:V] saved, probs[n, V:Vp] = 0.
 // probs may alias logits (computed in place).
@@ -70,4 +72,4 @@ void crossentropy_vp_backward(float* dlogits,          // (N,Vl)
                               const int32_t* targets,  // (N) global ids in [0, V)
                               float dloss, int N, int Vl, int v0, int V);
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

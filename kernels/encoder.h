@@ -5,7 +5,9 @@
 // (b,t) order, so the result is deterministic and independent of the thread count.
 #include <cstdint>
 
-namespace sg::cpu {
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void encoder_forward(float* out,          // (B,T,C)
                      const int32_t* inp,  // (B,T) token ids in [0, V)
@@ -46,4 +48,4 @@ void encoder_backward_vocab_range(float* dwte_local,   // (Vl,C)   +=
                                   const int32_t* inp,  // (B,T)
                                   int B, int T, int C, int v0, int Vl);
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

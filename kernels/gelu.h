@@ -2,9 +2,11 @@
 // GELU, tanh approximation (GPT-2's "gelu_new"):
 //   gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 
-namespace sg::cpu {
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void gelu_forward(float* out, const float* inp, long n);                  // (n)
 void gelu_backward(float* dinp, const float* inp, const float* dout, long n);  // dinp += (n)
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -2,7 +2,9 @@
 // LayerNorm over the last dimension, eps = 1e-5 (GPT-2 / PyTorch default).
 // mean and rstd are saved for the backward pass.
 
-namespace sg::cpu {
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void layernorm_forward(float* out,          // (N,C)
                        float* mean,         // (N)
@@ -22,4 +24,4 @@ void layernorm_backward(float* dinp,          // (N,C) +=
                         const float* rstd,    // (N)
                         int N, int C);
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

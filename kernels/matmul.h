@@ -2,7 +2,9 @@
 // Linear layer: out = inp @ weight^T + bias, weight stored (OC, C) as in llm.c / nn.Linear.
 // Implemented with BLAS sgemm; bias may be null.
 
-namespace sg::cpu {
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void matmul_forward(float* out,           // (N,OC)
                     const float* inp,     // (N,C)
@@ -20,4 +22,4 @@ void matmul_backward(float* dinp,          // (N,C)   += or nullptr
                      const float* weight,  // (OC,C)
                      int N, int C, int OC);
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -6,6 +6,8 @@
 // Global average pooling: (N,HW,C) -> (N,C).
 #include <cstdint>
 
+#include "kernels/cpu/isa.h"
+
 namespace sg {
 
 struct Pool2dShape {
@@ -28,6 +30,13 @@ void maxpool_backward(float* dinp,            // (N,H,W,C) =
                       const float* dout,      // (N,P,Q,C)
                       const int32_t* argmax,  // (N,P,Q,C) from forward
                       const Pool2dShape& s);
+
+}  // namespace cpu
+}  // namespace sg
+
+// Hand-written loops (kernels/cpu/pool.cpp), one copy per instruction-set variant.
+namespace sg::cpu::inline SG_CPU_ISA {
+
 void maxpool_forward_reference(float* out, int32_t* argmax, const float* inp,
                                const Pool2dShape& s);
 void maxpool_backward_reference(float* dinp, const float* dout, const int32_t* argmax,
@@ -43,5 +52,4 @@ void global_avgpool_backward(float* dinp,        // (N,HW,C) =
 // Layout change for images: out (N,HW,C) from inp (N,C,HW).
 void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW);
 
-}  // namespace cpu
-}  // namespace sg
+}  // namespace sg::cpu::SG_CPU_ISA

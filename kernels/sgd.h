@@ -5,11 +5,13 @@
 //   p -= lr * (nesterov ? g + momentum * buf : buf)
 // The caller passes weight_decay = 0 for tensors that are not decayed (batch norm, biases).
 
-namespace sg::cpu {
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void sgd_update(float* params,           // (n)
                 float* momentum_buffer,  // (n)
                 const float* grads,      // (n)
                 long n, float lr, float momentum, float weight_decay, bool nesterov);
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void adamw_update(float* params, float* m, float* v, const float* grads, long n, float lr,
                   float beta1, float beta2, float eps, float weight_decay, int step) {
@@ -23,4 +23,4 @@ void adamw_update(float* params, float* m, float* v, const float* grads, long n,
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -17,7 +17,7 @@
 #include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/fast_exp.h"
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 namespace {
 
 constexpr int kBand = 64;  // query rows per sgemm; multiple of the sgemm kernel's tile sizes
@@ -134,4 +134,4 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -9,7 +9,7 @@
 
 #include "kernels/batchnorm.h"
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 namespace {
 
 // Column sums of f(m, c) over the rows, in double. Each thread sums a fixed band of rows in
@@ -126,4 +126,4 @@ void batchnorm_update_running(float* running_mean, float* running_var, const flo
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

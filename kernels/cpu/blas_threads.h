@@ -8,7 +8,9 @@
 // Private to kernels/cpu/. Not thread-safe: construct it outside the parallel region.
 #include <cblas.h>
 
-namespace sg::cpu::detail {
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA::detail {
 
 class SerialBlasScope {
  public:
@@ -29,4 +31,4 @@ class SerialBlasScope {
   int saved_threads_ = 1;
 };
 
-}  // namespace sg::cpu::detail
+}  // namespace sg::cpu::SG_CPU_ISA::detail

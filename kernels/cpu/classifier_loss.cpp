@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void classifier_loss_forward_backward(float* losses, float* dlogits, const float* logits,
                                       const int32_t* labels, float smoothing, float dloss, int N,
@@ -52,4 +52,4 @@ void classifier_correct(int64_t* top1, int64_t* top5, const float* logits, const
   *top5 += c5;
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

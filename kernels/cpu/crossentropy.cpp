@@ -11,7 +11,7 @@
 
 #include "kernels/cpu/fast_exp.h"
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 
 namespace {
 
@@ -79,4 +79,4 @@ void crossentropy_backward(float* dlogits, const float* probs, const int32_t* ta
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -12,7 +12,7 @@
 #include "kernels/crossentropy.h"
 #include "kernels/cpu/fast_exp.h"
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 
 namespace {
 
@@ -83,4 +83,4 @@ void crossentropy_vp_backward(float* dlogits, const float* logits, const float* 
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -6,7 +6,7 @@
 
 #include <omp.h>
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B,
                      int T, int C) {
@@ -82,4 +82,4 @@ void encoder_backward_vocab_range(float* dwte_local, float* dwpe, const float* d
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

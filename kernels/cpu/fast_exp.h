@@ -6,7 +6,9 @@
 #include <bit>
 #include <cstdint>
 
-namespace sg::cpu::detail {
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA::detail {
 
 // Inputs are clamped to [-87, 88], where exp stays a normal float; callers only go there for
 // values whose contribution is ~0 (softmax tails, the far negative side of GELU).
@@ -40,4 +42,4 @@ inline float exp_vectorisable(float t_hi, float t_lo) {
   return exp_vectorisable(t_hi) * (1.0f + t_lo);
 }
 
-}  // namespace sg::cpu::detail
+}  // namespace sg::cpu::SG_CPU_ISA::detail

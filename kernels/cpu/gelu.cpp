@@ -9,7 +9,7 @@
 
 #include "kernels/cpu/fast_exp.h"
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 namespace {
 
 constexpr double kSqrt2OverPi = 0.7978845608028654;
@@ -48,4 +48,4 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

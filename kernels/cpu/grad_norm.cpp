@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 namespace {
 
 // Fixed summation blocks: each block is summed on its own (in a fixed lane order), then the
@@ -55,4 +55,4 @@ float clip_by_global_norm(float* x, long n, double norm, float max_norm) {
   return scale;
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

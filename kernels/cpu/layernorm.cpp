@@ -9,7 +9,7 @@
 
 #include <omp.h>
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int N, int C) {
@@ -97,4 +97,4 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -6,7 +6,7 @@
 #include <cblas.h>
 #include <omp.h>
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
                     int C, int OC) {
@@ -52,4 +52,4 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

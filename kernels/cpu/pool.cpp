@@ -4,7 +4,7 @@
 
 #include "kernels/pool.h"
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void maxpool_forward_reference(float* out, int32_t* argmax, const float* inp,
                                const Pool2dShape& s) {
@@ -92,4 +92,4 @@ void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) {
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -1,7 +1,7 @@
 // ReLU on the CPU. See kernels/relu.h for the contract.
 #include "kernels/relu.h"
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void relu_forward(float* out, const float* inp, long n) {
 #pragma omp parallel for simd schedule(static)
@@ -13,4 +13,4 @@ void relu_backward(float* dinp, const float* out, const float* dout, long n) {
   for (long i = 0; i < n; ++i) dinp[i] = out[i] > 0.0f ? dout[i] : 0.0f;
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -1,7 +1,7 @@
 // Residual add on the CPU. See kernels/residual.h for the contract.
 #include "kernels/residual.h"
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void residual_forward(float* out, const float* a, const float* b, long n) {
 #pragma omp parallel for simd schedule(static)
@@ -35,4 +35,4 @@ void add_bias(float* out, const float* bias, long N, long C) {
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -1,7 +1,7 @@
 // SGD with momentum on the CPU. See kernels/sgd.h for the contract.
 #include "kernels/sgd.h"
 
-namespace sg::cpu {
+namespace sg::cpu::inline SG_CPU_ISA {
 
 void sgd_update(float* params, float* momentum_buffer, const float* grads, long n, float lr,
                 float momentum, float weight_decay, bool nesterov) {
@@ -14,4 +14,4 @@ void sgd_update(float* params, float* momentum_buffer, const float* grads, long 
   }
 }
 
-}  // namespace sg::cpu
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -1,5 +1,7 @@
 // The CPU backend: host memory and the kernels of kernels/cpu/ (OpenBLAS, oneDNN, OpenMP).
-// Every op forwards to the kernel of the same name; see backend.h for the interface.
+// Every op forwards to the kernel of the same name; see backend.h for the interface. The
+// hand-written kernels go through the table of the instruction-set variant chosen for this CPU
+// (kernels/cpu/kernel_table.h); oneDNN's and OpenBLAS's choose their own.
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -11,6 +13,7 @@
 #include "kernels/attention.h"
 #include "kernels/batchnorm.h"
 #include "kernels/classifier_loss.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/conv2d.h"
 #include "kernels/crossentropy.h"
 #include "kernels/encoder.h"
@@ -75,56 +78,56 @@ class CpuBackend final : public Backend {
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
                       int C, int OC) override {
     const ScopedOpTimer timer("matmul_forward");
-    cpu::matmul_forward(out, inp, weight, bias, N, C, OC);
+    kernels_.matmul_forward(out, inp, weight, bias, N, C, OC);
   }
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, int N, int C, int OC) override {
     const ScopedOpTimer timer("matmul_backward");
-    cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    kernels_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
   void gelu_forward(float* out, const float* inp, long n) override {
     const ScopedOpTimer timer("gelu_forward");
-    cpu::gelu_forward(out, inp, n);
+    kernels_.gelu_forward(out, inp, n);
   }
   void gelu_backward(float* dinp, const float* inp, const float* dout, long n) override {
     const ScopedOpTimer timer("gelu_backward");
-    cpu::gelu_backward(dinp, inp, dout, n);
+    kernels_.gelu_backward(dinp, inp, dout, n);
   }
   void relu_forward(float* out, const float* inp, long n) override {
     const ScopedOpTimer timer("relu_forward");
-    cpu::relu_forward(out, inp, n);
+    kernels_.relu_forward(out, inp, n);
   }
   void relu_backward(float* dinp, const float* out, const float* dout, long n) override {
     const ScopedOpTimer timer("relu_backward");
-    cpu::relu_backward(dinp, out, dout, n);
+    kernels_.relu_backward(dinp, out, dout, n);
   }
   void residual_forward(float* out, const float* a, const float* b, long n) override {
     const ScopedOpTimer timer("residual_forward");
-    cpu::residual_forward(out, a, b, n);
+    kernels_.residual_forward(out, a, b, n);
   }
   void add_inplace(float* out, const float* in, long n) override {
     const ScopedOpTimer timer("add_inplace");
-    cpu::add_inplace(out, in, n);
+    kernels_.add_inplace(out, in, n);
   }
   void scale(float* x, float factor, long n) override {
     const ScopedOpTimer timer("scale");
-    cpu::scale_inplace(x, factor, n);
+    kernels_.scale_inplace(x, factor, n);
   }
   void add_bias(float* out, const float* bias, long N, long C) override {
     const ScopedOpTimer timer("add_bias");
-    cpu::add_bias(out, bias, N, C);
+    kernels_.add_bias(out, bias, N, C);
   }
 
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int N, int C) override {
     const ScopedOpTimer timer("layernorm_forward");
-    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+    kernels_.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
   }
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, const float* mean,
                           const float* rstd, int N, int C) override {
     const ScopedOpTimer timer("layernorm_backward");
-    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    kernels_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   }
   size_t device_memory_peak() override { return 0; }
   void set_precision(const std::string& precision) override {
@@ -138,75 +141,75 @@ class CpuBackend final : public Backend {
   void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
                          int NH) override {
     const ScopedOpTimer timer("attention_forward");
-    cpu::attention_forward(out, att, qkv, B, T, C, NH);
+    kernels_.attention_forward(out, att, qkv, B, T, C, NH);
   }
   void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                           const float*, const float* att, int B, int T, int C, int NH) override {
     const ScopedOpTimer timer("attention_backward");
-    cpu::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+    kernels_.attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
   }
   void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B,
                        int T, int C) override {
     const ScopedOpTimer timer("encoder_forward");
-    cpu::encoder_forward(out, inp, wte, wpe, B, T, C);
+    kernels_.encoder_forward(out, inp, wte, wpe, B, T, C);
   }
   void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B,
                         int T, int C) override {
     const ScopedOpTimer timer("encoder_backward");
-    cpu::encoder_backward(dwte, dwpe, dout, inp, B, T, C);
+    kernels_.encoder_backward(dwte, dwpe, dout, inp, B, T, C);
   }
   void embedding_forward_vocab_range(float* out, const int32_t* inp, const float* wte_local,
                                      int N, int C, int v0, int Vl) override {
     const ScopedOpTimer timer("embedding_forward_vocab_range");
-    cpu::embedding_forward_vocab_range(out, inp, wte_local, N, C, v0, Vl);
+    kernels_.embedding_forward_vocab_range(out, inp, wte_local, N, C, v0, Vl);
   }
   void position_add(float* out, const float* wpe, int B, int T, int C) override {
     const ScopedOpTimer timer("position_add");
-    cpu::position_add(out, wpe, B, T, C);
+    kernels_.position_add(out, wpe, B, T, C);
   }
   void encoder_backward_vocab_range(float* dwte_local, float* dwpe, const float* dout,
                                     const int32_t* inp, int B, int T, int C, int v0,
                                     int Vl) override {
     const ScopedOpTimer timer("encoder_backward_vocab_range");
-    cpu::encoder_backward_vocab_range(dwte_local, dwpe, dout, inp, B, T, C, v0, Vl);
+    kernels_.encoder_backward_vocab_range(dwte_local, dwpe, dout, inp, B, T, C, v0, Vl);
   }
   void crossentropy_forward(float* losses, float* probs, const float* logits,
                             const int32_t* targets, int N, int V, int Vp) override {
     const ScopedOpTimer timer("crossentropy_forward");
-    cpu::crossentropy_forward(losses, probs, logits, targets, N, V, Vp);
+    kernels_.crossentropy_forward(losses, probs, logits, targets, N, V, Vp);
   }
   void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
                              float dloss, int N, int V, int Vp) override {
     const ScopedOpTimer timer("crossentropy_backward");
-    cpu::crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp);
+    kernels_.crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp);
   }
   void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
                                      const int32_t* targets, float dloss, int N, int V,
                                      int Vp) override {
     const ScopedOpTimer timer("crossentropy_forward_backward");
-    cpu::crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp);
+    kernels_.crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp);
   }
   void crossentropy_vp_max(float* row_max, const float* logits, int N, int Vl, int v0,
                            int V) override {
     const ScopedOpTimer timer("crossentropy_vp_max");
-    cpu::crossentropy_vp_max(row_max, logits, N, Vl, v0, V);
+    kernels_.crossentropy_vp_max(row_max, logits, N, Vl, v0, V);
   }
   void crossentropy_vp_sums(float* sum_exp, float* target_logit, const float* logits,
                             const float* row_max, const int32_t* targets, int N, int Vl, int v0,
                             int V) override {
     const ScopedOpTimer timer("crossentropy_vp_sums");
-    cpu::crossentropy_vp_sums(sum_exp, target_logit, logits, row_max, targets, N, Vl, v0, V);
+    kernels_.crossentropy_vp_sums(sum_exp, target_logit, logits, row_max, targets, N, Vl, v0, V);
   }
   void crossentropy_vp_losses(float* losses, const float* row_max, const float* sum_exp,
                               const float* target_logit, int N) override {
     const ScopedOpTimer timer("crossentropy_vp_losses");
-    cpu::crossentropy_vp_losses(losses, row_max, sum_exp, target_logit, N);
+    kernels_.crossentropy_vp_losses(losses, row_max, sum_exp, target_logit, N);
   }
   void crossentropy_vp_backward(float* dlogits, const float* logits, const float* row_max,
                                 const float* sum_exp, const int32_t* targets, float dloss, int N,
                                 int Vl, int v0, int V) override {
     const ScopedOpTimer timer("crossentropy_vp_backward");
-    cpu::crossentropy_vp_backward(dlogits, logits, row_max, sum_exp, targets, dloss, N, Vl, v0, V);
+    kernels_.crossentropy_vp_backward(dlogits, logits, row_max, sum_exp, targets, dloss, N, Vl, v0, V);
   }
 
   void conv2d_forward(float* out, const float* inp, const float* weight,
@@ -233,35 +236,35 @@ class CpuBackend final : public Backend {
   }
   void batchnorm_sums(double* sums, const float* inp, long M, int C) override {
     const ScopedOpTimer timer("batchnorm_sums");
-    cpu::batchnorm_sums(sums, inp, M, C);
+    kernels_.batchnorm_sums(sums, inp, M, C);
   }
   void batchnorm_stats(float* mean, float* var, const double* sums, double count, int C) override {
     const ScopedOpTimer timer("batchnorm_stats");
-    cpu::batchnorm_stats(mean, var, sums, count, C);
+    kernels_.batchnorm_stats(mean, var, sums, count, C);
   }
   void batchnorm_normalize(float* out, const float* inp, const float* mean, const float* var,
                            const float* gamma, const float* beta, long M, int C,
                            float eps) override {
     const ScopedOpTimer timer("batchnorm_normalize");
-    cpu::batchnorm_normalize(out, inp, mean, var, gamma, beta, M, C, eps);
+    kernels_.batchnorm_normalize(out, inp, mean, var, gamma, beta, M, C, eps);
   }
   void batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta, const float* dout,
                                const float* inp, const float* mean, const float* var, long M,
                                int C, float eps) override {
     const ScopedOpTimer timer("batchnorm_backward_sums");
-    cpu::batchnorm_backward_sums(sums, dgamma, dbeta, dout, inp, mean, var, M, C, eps);
+    kernels_.batchnorm_backward_sums(sums, dgamma, dbeta, dout, inp, mean, var, M, C, eps);
   }
   void batchnorm_backward_input(float* dinp, const double* sums, const float* dout,
                                 const float* inp, const float* mean, const float* var,
                                 const float* gamma, double count, long M, int C,
                                 float eps) override {
     const ScopedOpTimer timer("batchnorm_backward_input");
-    cpu::batchnorm_backward_input(dinp, sums, dout, inp, mean, var, gamma, count, M, C, eps);
+    kernels_.batchnorm_backward_input(dinp, sums, dout, inp, mean, var, gamma, count, M, C, eps);
   }
   void batchnorm_update_running(float* running_mean, float* running_var, const float* mean,
                                 const float* var, double count, int C, float momentum) override {
     const ScopedOpTimer timer("batchnorm_update_running");
-    cpu::batchnorm_update_running(running_mean, running_var, mean, var, count, C, momentum);
+    kernels_.batchnorm_update_running(running_mean, running_var, mean, var, count, C, momentum);
   }
   void maxpool_forward(float* out, int32_t* argmax, const float* inp,
                        const Pool2dShape& s) override {
@@ -275,48 +278,51 @@ class CpuBackend final : public Backend {
   }
   void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) override {
     const ScopedOpTimer timer("nchw_to_nhwc");
-    cpu::nchw_to_nhwc(out, inp, N, C, HW);
+    kernels_.nchw_to_nhwc(out, inp, N, C, HW);
   }
   void global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) override {
     const ScopedOpTimer timer("global_avgpool_forward");
-    cpu::global_avgpool_forward(out, inp, N, HW, C);
+    kernels_.global_avgpool_forward(out, inp, N, HW, C);
   }
   void global_avgpool_backward(float* dinp, const float* dout, int N, int HW, int C) override {
     const ScopedOpTimer timer("global_avgpool_backward");
-    cpu::global_avgpool_backward(dinp, dout, N, HW, C);
+    kernels_.global_avgpool_backward(dinp, dout, N, HW, C);
   }
   void classifier_loss_forward_backward(float* losses, float* dlogits, const float* logits,
                                         const int32_t* labels, float smoothing, float dloss,
                                         int N, int K) override {
     const ScopedOpTimer timer("classifier_loss_forward_backward");
-    cpu::classifier_loss_forward_backward(losses, dlogits, logits, labels, smoothing, dloss, N, K);
+    kernels_.classifier_loss_forward_backward(losses, dlogits, logits, labels, smoothing, dloss, N, K);
   }
   void classifier_correct(int64_t* top1, int64_t* top5, const float* logits,
                           const int32_t* labels, int N, int K) override {
     const ScopedOpTimer timer("classifier_correct");
     *top1 = 0;  // the backend's contract is =, the reference kernel's +=
     *top5 = 0;
-    cpu::classifier_correct(top1, top5, logits, labels, N, K);
+    kernels_.classifier_correct(top1, top5, logits, labels, N, K);
   }
 
   void adamw_update(float* params, float* m, float* v, const float* grads, long n, float lr,
                     float beta1, float beta2, float eps, float weight_decay, int step) override {
     const ScopedOpTimer timer("adamw_update");
-    cpu::adamw_update(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay, step);
+    kernels_.adamw_update(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay, step);
   }
   void sgd_update(float* params, float* momentum_buffer, const float* grads, long n, float lr,
                   float momentum, float weight_decay, bool nesterov) override {
     const ScopedOpTimer timer("sgd_update");
-    cpu::sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov);
+    kernels_.sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov);
   }
   double sum_of_squares(const float* x, long n) override {
     const ScopedOpTimer timer("sum_of_squares");
-    return cpu::sum_of_squares(x, n);
+    return kernels_.sum_of_squares(x, n);
   }
   float clip_by_global_norm(float* x, long n, double norm, float max_norm) override {
     const ScopedOpTimer timer("clip_by_global_norm");
-    return cpu::clip_by_global_norm(x, n, norm, max_norm);
+    return kernels_.clip_by_global_norm(x, n, norm, max_norm);
   }
+
+ private:
+  const cpu::KernelTable& kernels_ = cpu::kernels();
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "backend/cpu_peak.h"
 #include "backend/device.h"
 #include "cli/commands.h"
+#include "kernels/cpu/kernel_table.h"
 #include "util/error.h"
 
 namespace sg {
@@ -19,6 +20,19 @@ int run_info_command(bool measure_peak) {
   fmt::print("cpu: {} hardware threads, OpenMP {}, {} (kernels: {})\n",
              std::thread::hardware_concurrency(), _OPENMP, openblas_get_config(),
              openblas_get_corename());
+  // The hand-written kernels' variant (kernels/cpu/kernel_table.h) and what else the build holds.
+  std::string built;
+  for (const auto& v : cpu::kernel_variants()) {
+    built += (built.empty() ? "" : ", ") + v.isa + (v.cpu_supports ? "" : " (not on this CPU)");
+  }
+  int status = 0;
+  try {
+    fmt::print("cpu kernels: {} (built: {}; SINGULARITY_CPU_KERNELS chooses)\n",
+               cpu::kernels().isa, built);
+  } catch (const RunError& e) {
+    fmt::print("cpu kernels: error: {}\n", e.what());
+    status = 1;
+  }
   char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   MPI_Get_library_version(mpi_version, &length);
@@ -41,7 +55,7 @@ int run_info_command(bool measure_peak) {
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     fmt::print("sgemm_peak_gflops: {:.1f}\n", measure_sgemm_peak_flops(threads) / 1e9);
   }
-  return 0;
+  return status;
 }
 
 }  // namespace sg

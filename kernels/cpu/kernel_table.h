@@ -1,0 +1,65 @@
+#pragma once
+// The hand-written CPU kernels as a table of function pointers, one table per instruction-set
+// variant the build compiled (kernels/cpu/isa.h), and the choice among them, made once per
+// process: the widest variant this CPU runs, or the one SINGULARITY_CPU_KERNELS names.
+// The CPU backend calls the dispatched kernels through the chosen table; oneDNN's (convolution,
+// fused batch norm, max pool) and OpenBLAS's pick their own instructions and are called directly.
+#include <string>
+#include <vector>
+
+#include "kernels/adamw.h"
+#include "kernels/attention.h"
+#include "kernels/batchnorm.h"
+#include "kernels/classifier_loss.h"
+#include "kernels/crossentropy.h"
+#include "kernels/encoder.h"
+#include "kernels/gelu.h"
+#include "kernels/grad_norm.h"
+#include "kernels/layernorm.h"
+#include "kernels/matmul.h"
+#include "kernels/pool.h"
+#include "kernels/relu.h"
+#include "kernels/residual.h"
+#include "kernels/sgd.h"
+
+// Every kernel compiled per variant that the backend calls. A kernel missing here still works
+// (the backend would call the baseline copy) but runs without the wider instructions.
+#define SG_CPU_DISPATCHED_KERNELS(X)                                                         \
+  X(adamw_update) X(attention_forward) X(attention_backward) X(batchnorm_sums)               \
+  X(batchnorm_stats) X(batchnorm_normalize) X(batchnorm_backward_sums)                       \
+  X(batchnorm_backward_input) X(batchnorm_update_running) X(classifier_loss_forward_backward) \
+  X(classifier_correct) X(crossentropy_forward) X(crossentropy_backward)                     \
+  X(crossentropy_forward_backward) X(crossentropy_vp_max) X(crossentropy_vp_sums)            \
+  X(crossentropy_vp_losses) X(crossentropy_vp_backward) X(encoder_forward)                   \
+  X(encoder_backward) X(embedding_forward_vocab_range) X(position_add)                       \
+  X(encoder_backward_vocab_range) X(gelu_forward) X(gelu_backward) X(sum_of_squares)          \
+  X(clip_by_global_norm) X(layernorm_forward) X(layernorm_backward) X(matmul_forward)         \
+  X(matmul_backward) X(relu_forward) X(relu_backward) X(residual_forward)                    \
+  X(residual_backward) X(add_inplace) X(scale_inplace) X(add_bias) X(sgd_update)             \
+  X(global_avgpool_forward) X(global_avgpool_backward) X(nchw_to_nhwc)
+
+namespace sg::cpu {
+
+struct KernelTable {
+  const char* isa;  // "x86-64-v3", ...: the -march the copy was compiled with
+#define SG_KERNEL_FIELD(name) decltype(&::sg::cpu::name) name;
+  SG_CPU_DISPATCHED_KERNELS(SG_KERNEL_FIELD)
+#undef SG_KERNEL_FIELD
+};
+
+// The table of this process, chosen on first call: SINGULARITY_CPU_KERNELS=<isa> when set (a
+// variant this CPU cannot run, or one not built, is a RunError saying which exist), otherwise
+// the widest built variant the CPU supports.
+const KernelTable& kernels();
+
+struct KernelVariant {
+  std::string isa;
+  bool cpu_supports = false;
+};
+// The variants this build holds, baseline first, and whether this CPU runs each.
+std::vector<KernelVariant> kernel_variants();
+// The table of one variant ("baseline" names the first), or nullptr where this build lacks it
+// or this CPU cannot run it. For tests that hold the variants against each other.
+const KernelTable* kernel_table_for(const std::string& isa);
+
+}  // namespace sg::cpu

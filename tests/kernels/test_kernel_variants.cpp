@@ -1,0 +1,136 @@
+// The instruction-set variants of the hand-written kernels (kernels/cpu/kernel_table.h) against
+// the baseline copy: the same inputs through each table this CPU runs give the same outputs up
+// to rounding (the wider variants contract a*b+c into FMAs and sum in a different order).
+// The kernels' own tests check the baseline copies against float64 references.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/kernel_table.h"
+
+namespace sg {
+namespace {
+
+using test::random_floats;
+using test::random_ints;
+
+// Largest |a - b| / (|b| + 1e-3) over the elements, for a readable failure.
+double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (std::abs(double(b[i])) + 1e-3));
+  }
+  return worst;
+}
+
+std::vector<const cpu::KernelTable*> wider_variants() {
+  std::vector<const cpu::KernelTable*> out;
+  const auto variants = cpu::kernel_variants();
+  for (size_t i = 1; i < variants.size(); ++i) {
+    if (const cpu::KernelTable* t = cpu::kernel_table_for(variants[i].isa)) out.push_back(t);
+  }
+  return out;
+}
+
+// Runs `run` (which fills its outputs from fixed inputs) through the baseline and each wider
+// variant and compares every output.
+template <class Run>
+void expect_variants_agree(const char* what, Run run, double tolerance = 2e-4) {
+  const cpu::KernelTable* base = cpu::kernel_table_for("baseline");
+  REQUIRE(base != nullptr);
+  const std::vector<std::vector<float>> expected = run(*base);
+  for (const cpu::KernelTable* variant : wider_variants()) {
+    const std::vector<std::vector<float>> got = run(*variant);
+    REQUIRE(got.size() == expected.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      INFO(std::string(what) << ", output " << k << ", variant " << std::string(variant->isa));
+      CHECK(max_relative_difference(got[k], expected[k]) < tolerance);
+    }
+  }
+}
+
+constexpr int B = 2, T = 17, C = 48, NH = 4, V = 101, Vp = 128;
+
+TEST_CASE("kernel variants: the build's variants, and the widest this CPU runs is chosen") {
+  const auto variants = cpu::kernel_variants();
+  REQUIRE(!variants.empty());
+  CHECK(variants.front().cpu_supports);  // the baseline runs wherever the binary does
+  if (std::getenv("SINGULARITY_CPU_KERNELS") == nullptr) {
+    std::string widest;
+    for (const auto& v : variants) {
+      if (v.cpu_supports) widest = v.isa;
+    }
+    CHECK(cpu::kernels().isa == widest);
+  }
+  CHECK(cpu::kernel_table_for("no-such-isa") == nullptr);
+  if (variants.size() == 1) MESSAGE("this build holds only the " << variants[0].isa << " kernels");
+  for (const cpu::KernelTable* t : wider_variants()) MESSAGE("comparing " << std::string(t->isa) << " with baseline");
+}
+
+TEST_CASE("kernel variants: layernorm, GELU, residual, bias") {
+  const int N = B * T;
+  const auto x = random_floats(size_t(N) * C, 1), w = random_floats(C, 2), b = random_floats(C, 3);
+  const auto dy = random_floats(size_t(N) * C, 4);
+  expect_variants_agree("layernorm + gelu + residual", [&](const cpu::KernelTable& k) {
+    std::vector<float> out(size_t(N) * C), mean(N), rstd(N), dx(size_t(N) * C, 0.f), dw(C, 0.f),
+        db(C, 0.f), g(size_t(N) * C), dg(size_t(N) * C, 0.f), r(size_t(N) * C);
+    k.layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+    k.layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(),
+                         mean.data(), rstd.data(), N, C);
+    k.gelu_forward(g.data(), x.data(), long(N) * C);
+    k.gelu_backward(dg.data(), x.data(), dy.data(), long(N) * C);
+    k.residual_forward(r.data(), x.data(), dy.data(), long(N) * C);
+    k.add_bias(r.data(), b.data(), N, C);
+    return std::vector<std::vector<float>>{out, mean, rstd, dx, dw, db, g, dg, r};
+  });
+}
+
+TEST_CASE("kernel variants: attention forward and backward") {
+  const auto qkv = random_floats(size_t(B) * T * 3 * C, 5), dout = random_floats(size_t(B) * T * C, 6);
+  expect_variants_agree("attention", [&](const cpu::KernelTable& k) {
+    std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T * T),
+        dqkv(size_t(B) * T * 3 * C, 0.f), scratch(size_t(B) * NH * T * T);
+    k.attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    k.attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T,
+                         C, NH);
+    return std::vector<std::vector<float>>{out, att, dqkv};
+  });
+}
+
+TEST_CASE("kernel variants: embeddings, matmul, cross-entropy, AdamW") {
+  const int N = B * T;
+  const auto tokens = random_ints(size_t(N), 7, 0, V - 1);
+  const auto targets = random_ints(size_t(N), 8, 0, V - 1);
+  const auto wte = random_floats(size_t(Vp) * C, 9), wpe = random_floats(size_t(T) * C, 10);
+  const auto x = random_floats(size_t(N) * C, 11), weight = random_floats(size_t(Vp) * C, 12);
+  const auto bias = random_floats(Vp, 13), grads = random_floats(size_t(Vp) * C, 14);
+  expect_variants_agree("encoder + matmul + crossentropy + adamw", [&](const cpu::KernelTable& k) {
+    std::vector<float> emb(size_t(N) * C), dwte(size_t(Vp) * C, 0.f), dwpe(size_t(T) * C, 0.f);
+    k.encoder_forward(emb.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+    k.encoder_backward(dwte.data(), dwpe.data(), x.data(), tokens.data(), B, T, C);
+    std::vector<float> logits(size_t(N) * Vp), dx(size_t(N) * C, 0.f), dw(size_t(Vp) * C, 0.f),
+        dbias(Vp, 0.f), losses(N), dlogits(size_t(N) * Vp);
+    k.matmul_forward(logits.data(), x.data(), weight.data(), bias.data(), N, C, Vp);
+    k.crossentropy_forward_backward(losses.data(), dlogits.data(), logits.data(), targets.data(),
+                                    1.0f / N, N, V, Vp);
+    k.matmul_backward(dx.data(), dw.data(), dbias.data(), dlogits.data(), x.data(), weight.data(),
+                      N, C, Vp);
+    std::vector<float> params = weight, m(params.size(), 0.f), v(params.size(), 0.f);
+    for (int step = 1; step <= 3; ++step) {
+      k.adamw_update(params.data(), m.data(), v.data(), grads.data(), long(params.size()), 1e-3f,
+                     0.9f, 0.95f, 1e-8f, 0.1f, step);
+    }
+    const std::vector<float> norm{static_cast<float>(k.sum_of_squares(grads.data(), long(grads.size())))};
+    return std::vector<std::vector<float>>{emb, dwte, dwpe, logits, losses, dlogits, dx, dw, dbias,
+                                           params, m, v, norm};
+  });
+}
+
+}  // namespace
+}  // namespace sg
