@@ -19,10 +19,8 @@ struct Arguments {
   std::string job;
   std::vector<std::string> sets;
   long stop_after = 0;
-  std::string checkpoint, prompt;
-  int tokens = 32;
-  double temperature = 1.0;
-  uint64_t seed = 1337;
+  std::string checkpoint;
+  sg::SampleArguments sample;
   bool peak = false;
   bool plan_json = false;
   sg::PrepareArguments prepare;
@@ -83,16 +81,26 @@ int main(int argc, char** argv) {
   auto* sample = app.add_subcommand("sample", "generate tokens from a GPT checkpoint");
   add_job_arguments(sample, args,
                     "job spec (YAML); omitted: the job the checkpoint was written by");
-  sample->add_option("--checkpoint", args.checkpoint,
+  sample->add_option("--checkpoint", args.sample.checkpoint,
                      "checkpoint directory (step_*), or a run directory (newest checkpoint)")
       ->required();
-  sample->add_option("--prompt", args.prompt,
-                     "prompt: text (GPT-2-tokenized models) or token ids, e.g. \"1 2 3\"")
-      ->required();
-  sample->add_option("--tokens", args.tokens, "tokens to generate")->check(CLI::Range(1, 100000));
-  sample->add_option("--temperature", args.temperature, "sampling temperature; 0 = greedy")
-      ->check(CLI::Range(0.0, 100.0));
-  sample->add_option("--seed", args.seed, "sampling seed");
+  // Values are checked by run_sample_command, whose errors say what to give instead.
+  sample->add_option("--prompt", args.sample.prompt,
+                     "prompt: text (GPT-2-tokenized models) or token ids, e.g. \"1 2 3\"");
+  sample->add_option("--prompts", args.sample.prompts_file,
+                     "file of prompts, one per line (text or token ids), each generated "
+                     "independently; instead of --prompt")
+      ->type_name("FILE");
+  sample->add_option("--tokens", args.sample.tokens, "tokens to generate per prompt (default 32)");
+  sample->add_option("--temperature", args.sample.temperature,
+                     "sampling temperature (default 1); 0 = greedy");
+  sample->add_option("--top-k", args.sample.top_k,
+                     "sample from the k most likely tokens only; 0 = all (default)");
+  sample->add_option("--top-p", args.sample.top_p,
+                     "nucleus sampling: the fewest most likely tokens whose probability reaches "
+                     "p; 1 = off (default)");
+  sample->add_option("--seed", args.sample.seed,
+                     "sampling seed (default 1337); prompt i of --prompts uses seed + i");
   sample->add_option("--tokenizer", args.prepare.tokenizer_dir,
                      "GPT-2 tokenizer directory for text prompts (default $SINGULARITY_TOKENIZER)");
 
@@ -211,9 +219,8 @@ int main(int argc, char** argv) {
     if (*train) return sg::run_train_command(args.job, args.sets, args.stop_after);
     if (*plan) return sg::run_plan_command(args.job, args.sets, args.plan_json);
     if (*sample) {
-      return sg::run_sample_command(args.job, args.sets, args.checkpoint, args.prompt,
-                                    args.tokens, args.temperature, args.seed,
-                                    args.prepare.tokenizer_dir);
+      args.sample.tokenizer_dir = args.prepare.tokenizer_dir;
+      return sg::run_sample_command(args.job, args.sets, args.sample);
     }
     if (*info) return sg::run_info_command(args.peak);
     if (*eval) return sg::run_eval_command(args.job, args.sets, args.checkpoint);

@@ -17,9 +17,18 @@ int run_train_command(const std::string& job_path, const std::vector<std::string
 // as_json: the same figures as one JSON object on stdout. Exit 1 when the data is not ready.
 int run_plan_command(const std::string& job_path, const std::vector<std::string>& sets,
                      bool as_json = false);
+// `sample`: exactly one of prompt and prompts_file; temperature 0 is greedy, top_k 0 and
+// top_p 1 turn those filters off.
+struct SampleArguments {
+  std::string checkpoint, prompt, prompts_file, tokenizer_dir;
+  int tokens = 32;
+  double temperature = 1.0;
+  int top_k = 0;
+  double top_p = 1.0;
+  uint64_t seed = 1337;
+};
 int run_sample_command(const std::string& job_path, const std::vector<std::string>& sets,
-                       const std::string& checkpoint, const std::string& prompt, int tokens,
-                       double temperature, uint64_t seed, const std::string& tokenizer_dir);
+                       const SampleArguments& args);
 int run_info_command(bool measure_peak);
 int run_eval_command(const std::string& job_path, const std::vector<std::string>& sets,
                      const std::string& checkpoint);

@@ -1,33 +1,28 @@
-#include <cblas.h>
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <span>
 #include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 
-#include "checkpoint/checkpoint.h"
 #include "cli/checkpoint_lookup.h"
 #include "cli/commands.h"
-#include "model/gpt2.h"
+#include "model/gpt2_decoder.h"
 #include "model/gpt2_family.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "train/train_checkpoint.h"
-#include "config/load_job_spec.h"
-#include "train/trainer.h"
 #include "util/error.h"
 #include "util/rng.h"
 
 namespace sg {
 namespace {
 
-// Token ids from "1 2 3" or "1,2,3", or nullopt when the prompt is not a list of ids.
-std::optional<std::vector<int32_t>> parse_token_ids(const std::string& prompt, int vocab) {
+// Token ids from "1 2 3" or "1,2,3", or nullopt when the prompt is not a list of ids. `where`
+// names the prompt in errors (--prompt, or --prompts FILE:LINE).
+std::optional<std::vector<int32_t>> parse_token_ids(const std::string& prompt, int vocab,
+                                                    const std::string& where) {
   std::string s = prompt;
   std::replace(s.begin(), s.end(), ',', ' ');
   std::istringstream in(s);
@@ -43,8 +38,9 @@ std::optional<std::vector<int32_t>> parse_token_ids(const std::string& prompt, i
     }
     if (used != word.size()) return std::nullopt;
     if (id < 0 || id >= vocab) {
-      throw SpecError(fmt::format("--prompt: token id {} is outside the vocabulary [0, {})", id,
-                                  vocab));
+      throw SpecError(fmt::format("{}: token id {} is outside the vocabulary [0, {}); give ids "
+                                  "the model knows",
+                                  where, id, vocab));
     }
     ids.push_back(static_cast<int32_t>(id));
   }
@@ -62,82 +58,136 @@ std::optional<Gpt2Tokenizer> text_tokenizer(const std::string& dir_option, int v
   return Gpt2Tokenizer::load(dir);
 }
 
+// Every option's value, before the checkpoint is read: a mistake costs no loading time.
+void check_sample_arguments(const SampleArguments& args) {
+  if (args.prompt.empty() == args.prompts_file.empty()) {
+    throw SpecError(args.prompt.empty()
+                        ? "sample needs a prompt: give --prompt TEXT (or ids \"1 2 3\") or "
+                          "--prompts FILE (one prompt per line)"
+                        : "give either --prompt or --prompts FILE, not both");
+  }
+  if (args.tokens < 1 || args.tokens > 100000) {
+    throw SpecError(fmt::format("--tokens {} is outside [1, 100000]; give how many tokens to "
+                                "generate per prompt",
+                                args.tokens));
+  }
+  if (!std::isfinite(args.temperature) || args.temperature < 0 || args.temperature > 100) {
+    throw SpecError(fmt::format("--temperature {} is outside [0, 100]; use 0 for greedy "
+                                "decoding, 1 for the model's own distribution",
+                                args.temperature));
+  }
+  if (args.top_k < 0) {
+    throw SpecError(fmt::format("--top-k {} is negative; give the number of most likely tokens "
+                                "to sample from, or 0 to turn it off",
+                                args.top_k));
+  }
+  if (!std::isfinite(args.top_p) || args.top_p <= 0 || args.top_p > 1) {
+    throw SpecError(fmt::format("--top-p {} is outside (0, 1]; give a probability such as 0.9, "
+                                "or 1 to turn nucleus sampling off",
+                                args.top_p));
+  }
+}
+
+struct Prompt {
+  std::string text, where;
+};
+
+// --prompt, or the non-blank lines of --prompts FILE.
+std::vector<Prompt> read_prompts(const SampleArguments& args) {
+  if (!args.prompt.empty()) return {{args.prompt, "--prompt"}};
+  std::ifstream in(args.prompts_file);
+  if (!in) {
+    throw SpecError("--prompts " + args.prompts_file +
+                    ": cannot be read; give a text file with one prompt per line");
+  }
+  std::vector<Prompt> prompts;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    prompts.push_back({line, fmt::format("--prompts {}:{}", args.prompts_file, number)});
+  }
+  if (prompts.empty()) {
+    throw SpecError("--prompts " + args.prompts_file +
+                    " holds no prompt; write one prompt (text or token ids) per line");
+  }
+  return prompts;
+}
+
+std::vector<int32_t> encode_prompt(const Prompt& prompt, int vocab,
+                                   const std::optional<Gpt2Tokenizer>& tokenizer) {
+  if (auto ids = parse_token_ids(prompt.text, vocab, prompt.where)) return *ids;
+  if (tokenizer) {
+    std::vector<int32_t> ids = tokenizer->encode(prompt.text);
+    if (ids.empty()) throw SpecError(prompt.where + " is empty: give some text or token ids");
+    return ids;
+  }
+  throw SpecError(fmt::format(
+      "{}: '{}' is not a list of token ids; text prompts need GPT-2's tokenizer and a "
+      "model with vocab 50257 (pass --tokenizer DIR or set SINGULARITY_TOKENIZER), otherwise "
+      "give ids, e.g. --prompt \"1 2 3\"",
+      prompt.where, prompt.text));
+}
+
 }  // namespace
 
 int run_sample_command(const std::string& job_path, const std::vector<std::string>& sets,
-                       const std::string& checkpoint, const std::string& prompt, int tokens,
-                       double temperature, uint64_t seed, const std::string& tokenizer_dir) {
-  const CheckpointModel loaded = load_checkpoint_model(job_path, sets, checkpoint);
+                       const SampleArguments& args) {
+  check_sample_arguments(args);
+  const std::vector<Prompt> prompts = read_prompts(args);
+  const CheckpointModel loaded = load_checkpoint_model(job_path, sets, args.checkpoint);
   const std::string& path = loaded.path;
-  const ParameterLayout& layout = *loaded.layout;
   const auto* gpt2 = dynamic_cast<const GPT2Family*>(loaded.family.get());
   if (gpt2 == nullptr) {
     throw SpecError("sample generates text from a GPT-2 checkpoint; " + path + " holds a " +
                     loaded.family->name() + " model (use eval for it)");
   }
   const GPT2Shape& shape = gpt2->shape();
-  const std::vector<float>& params = loaded.params;
-  const TrainerState& state = loaded.state;
+  const std::optional<Gpt2Tokenizer> tokenizer = text_tokenizer(args.tokenizer_dir, shape.vocab);
+  // Every prompt is encoded first, so that a bad line fails before any generation.
+  std::vector<std::vector<int32_t>> encoded;
+  for (const Prompt& prompt : prompts) encoded.push_back(encode_prompt(prompt, shape.vocab, tokenizer));
 
-  const std::optional<Gpt2Tokenizer> tokenizer = text_tokenizer(tokenizer_dir, shape.vocab);
-  std::vector<int32_t> sequence;
-  if (auto ids = parse_token_ids(prompt, shape.vocab)) {
-    sequence = *ids;
-  } else if (tokenizer) {
-    sequence = tokenizer->encode(prompt);
-    if (sequence.empty()) throw SpecError("--prompt is empty: give some text or token ids");
-  } else {
-    throw SpecError(fmt::format(
-        "--prompt: '{}' is not a list of token ids; text prompts need GPT-2's tokenizer and a "
-        "model with vocab 50257 (pass --tokenizer DIR or set SINGULARITY_TOKENIZER), otherwise "
-        "give ids, e.g. --prompt \"1 2 3\"",
-        prompt));
-  }
-  // The model is causal: a window as long as the whole generation is enough.
-  const int T = static_cast<int>(
-      std::min<size_t>(static_cast<size_t>(shape.context), sequence.size() + tokens));
-  GPT2 model(shape, layout, 1, T);
-  std::vector<int32_t> window(T, 0);
-  Rng rng(seed);
-  std::vector<double> probs(shape.vocab);
-  const size_t prompt_length = sequence.size();
-  for (int i = 0; i < tokens; ++i) {
-    // The model is causal, so positions after the last real token do not affect it.
-    const size_t start = sequence.size() > static_cast<size_t>(T) ? sequence.size() - T : 0;
-    const int length = static_cast<int>(sequence.size() - start);
-    std::fill(window.begin(), window.end(), 0);
-    std::copy(sequence.begin() + static_cast<long>(start), sequence.end(), window.begin());
-    model.forward(params.data(), window.data(), nullptr);
-    const float* logits = model.logits() + static_cast<size_t>(length - 1) * shape.padded_vocab;
-    int32_t next = 0;
-    if (temperature <= 0) {
-      next = static_cast<int32_t>(std::max_element(logits, logits + shape.vocab) - logits);
-    } else {
-      const double top = *std::max_element(logits, logits + shape.vocab);
-      double sum = 0;
-      for (int t = 0; t < shape.vocab; ++t) sum += probs[t] = std::exp((logits[t] - top) / temperature);
-      double u = rng.uniform() * sum;
-      next = shape.vocab - 1;
-      for (int t = 0; t < shape.vocab; ++t) {
-        if ((u -= probs[t]) < 0) {
-          next = t;
-          break;
-        }
-      }
+  GPT2Decoder decoder(shape, *loaded.layout, loaded.params.data());
+  const SamplingOptions options{args.temperature, args.top_k, args.top_p};
+  fmt::print("checkpoint {} (step {})\n", path, loaded.state.step);
+  double seconds = 0;
+  for (size_t p = 0; p < encoded.size(); ++p) {
+    std::vector<int32_t> sequence = encoded[p];
+    const size_t prompt_length = sequence.size();
+    if (prompt_length > static_cast<size_t>(shape.context)) {
+      fmt::print(stderr,
+                 "note: {} has {} tokens, more than model.context {}; the model sees its last "
+                 "{}\n",
+                 prompts[p].where, prompt_length, shape.context, std::max(1, shape.context / 2));
     }
-    sequence.push_back(next);
+    // Each prompt its own stream, so that its output does not depend on the prompts before it.
+    Rng rng(args.seed + p);
+    const GenerationTimes times =
+        generate_tokens(decoder, sequence, args.tokens, shape.vocab, options, rng);
+    seconds += times.total_seconds;
+    if (p > 0) fmt::print("\n");
+    std::string prompt_text, generated;
+    for (size_t i = 0; i < sequence.size(); ++i) {
+      (i < prompt_length ? prompt_text : generated) += fmt::format("{} ", sequence[i]);
+    }
+    fmt::print("prompt:    {}\ngenerated: {}\n", prompt_text, generated);
+    if (tokenizer) {
+      const std::span<const int32_t> all(sequence);
+      fmt::print("text:      {}{}\n", tokenizer->decode(all.first(prompt_length)),
+                 tokenizer->decode(all.subspan(prompt_length)));
+    }
+    // Tokens per second over the whole generation, the prompt's pass included (as a user waits).
+    fmt::print("speed:     {} tokens in {:.3f} s, {:.1f} tokens/s (prompt of {} tokens: {:.1f} ms)\n",
+               args.tokens, times.total_seconds, args.tokens / times.total_seconds,
+               prompt_length, 1e3 * times.prefill_seconds);
   }
-  fmt::print("checkpoint {} (step {})\n", path, state.step);
-  std::string prompt_text, generated;
-  for (size_t i = 0; i < sequence.size(); ++i) {
-    (i < prompt_length ? prompt_text : generated) += fmt::format("{} ", sequence[i]);
+  if (encoded.size() > 1) {
+    const double total = static_cast<double>(args.tokens) * static_cast<double>(encoded.size());
+    fmt::print("\ntotal:     {} prompts, {} tokens in {:.3f} s, {:.1f} tokens/s\n", encoded.size(),
+               total, seconds, total / seconds);
   }
-  fmt::print("prompt:    {}\ngenerated: {}\n", prompt_text, generated);
-  if (tokenizer) {
-    const std::span<const int32_t> all(sequence);
-    fmt::print("text:      {}{}\n", tokenizer->decode(all.first(prompt_length)),
-               tokenizer->decode(all.subspan(prompt_length)));
-  }
+  std::fflush(stdout);
   return 0;
 }
 

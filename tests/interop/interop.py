@@ -13,6 +13,11 @@ CASE:
                       GPT2LMHeadModel.from_pretrained and gives our validation loss (relative
                       1e-5); init_from the export (or the checkpoint) and export again is the
                       identity; wrong format/model combinations exit 2 with one error line.
+  gpt2_generate       a tiny GPT-2 (transformers' random weights, trained a step), exported with
+                      --format hf: `sample --temperature 0` gives the token ids of transformers'
+                      greedy generate(do_sample=False) for each prompt of a --prompts file;
+                      top-k 1 is greedy; a seed repeats a sampled run; bad values exit 2 with
+                      one error line.
   resnet_torchvision  a random torchvision resnet18(num_classes=10) state dict is model.init_from:
                       our step-0 validation loss (evaluation mode, running statistics) equals
                       torchvision's on the same synthetic images (re-generated here bit for bit
@@ -273,6 +278,68 @@ def case_gpt2_export(work):
           "GPT-2 with --format torchvision refused: " + p.stderr.strip())
 
 
+def sample_generated(printed):
+    """The token ids of each `generated:` line of `singularity sample`."""
+    return [[int(t) for t in line.split()[1:]] for line in printed.splitlines()
+            if line.startswith("generated:")]
+
+
+def case_gpt2_generate(work):
+    data, _ = gpt2_data(work)
+    hf_dir = os.path.join(work, "hf_init")
+    random_hf_gpt2(hf_dir)  # weights far from ties, so one rounding cannot flip a greedy pick
+    job = gpt2_job(work, data, "generate", init_from=hf_dir, steps=1)
+    run("train", job)
+    run_dir = os.path.join(work, "runs/generate")
+    out = os.path.join(work, "hf")
+    run("export", run_dir, out, "--format", "hf")
+    model = transformers.GPT2LMHeadModel.from_pretrained(out)
+    model.eval()
+    # Generate for exactly max_new_tokens: no end-of-text stop, as singularity has none.
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+
+    prompts = [[1, 2, 3], [10, 20, 30, 40, 50], [63]]
+    new_tokens = CONTEXT - max(len(p) for p in prompts)  # the whole context, as transformers allows
+    prompts_file = os.path.join(work, "prompts.txt")
+    with open(prompts_file, "w") as f:  # ids as spaces, commas; a blank line is skipped
+        f.write("1 2 3\n10,20,30,40,50\n\n63\n")
+    printed = run("sample", "--checkpoint", run_dir, "--prompts", prompts_file, "--temperature", "0",
+                  "--tokens", str(new_tokens)).stdout
+    ours = sample_generated(printed)
+    check(len(ours) == len(prompts), f"one generated line per prompt ({len(ours)})")
+    check("tokens/s" in printed, "sample prints its speed")
+    with torch.no_grad():
+        for prompt, generated in zip(prompts, ours):
+            theirs = model.generate(torch.tensor([prompt]), do_sample=False,
+                                    max_new_tokens=new_tokens)[0, len(prompt):].tolist()
+            print(f"prompt {prompt}: singularity {generated}, transformers {theirs}")
+            check(generated == theirs, f"greedy from {prompt}: transformers' generate, token for token")
+
+    # top-k 1 is greedy at any temperature; a seed repeats a sampled run, another seed differs.
+    single = sample_generated(run("sample", "--checkpoint", run_dir, "--prompt", "1 2 3", "--tokens",
+                                  str(new_tokens), "--temperature", "2", "--top-k", "1").stdout)
+    check(single == ours[:1], "--top-k 1 at temperature 2 is greedy")
+    sampled = ["sample", "--checkpoint", run_dir, "--prompt", "1 2 3", "--tokens", str(new_tokens),
+               "--temperature", "1.5", "--top-p", "0.95", "--seed"]
+    first, again = (sample_generated(run(*sampled, "7").stdout) for _ in range(2))
+    check(first == again, "the same --seed samples the same tokens")
+    check(first != sample_generated(run(*sampled, "8").stdout), "another --seed samples others")
+
+    # Bad values: one error line that says what to give instead, exit 2, before any loading.
+    for args, words in [(["--top-p", "1.5"], "--top-p 1.5 is outside (0, 1]"),
+                        (["--top-p", "0"], "--top-p 0 is outside (0, 1]"),
+                        (["--top-k", "-1"], "--top-k -1 is negative"),
+                        (["--temperature", "-1"], "--temperature -1 is outside [0, 100]"),
+                        (["--tokens", "0"], "--tokens 0 is outside [1, 100000]"),
+                        (["--prompts", prompts_file], "either --prompt or --prompts"),
+                        (["--prompt", "1 2 999"], "token id 999 is outside the vocabulary")]:
+        base = ["sample", "--checkpoint", run_dir] + ([] if "--prompt" in args else ["--prompt", "1"])
+        p = run(*base, *args, expect=2)
+        lines = p.stderr.strip().splitlines()
+        check(len(lines) == 1 and words in lines[0], f"{' '.join(args)}: {p.stderr.strip()}")
+
+
 # --------------------------------------------------------------------------------------- ResNet
 
 IMAGE, CLASSES, SEED, VAL_IMAGES = 32, 10, 11, 8
@@ -448,7 +515,7 @@ def case_resnet_torchvision(work):
 
 
 CASES = {"gpt2_import": case_gpt2_import, "gpt2_export": case_gpt2_export,
-         "resnet_torchvision": case_resnet_torchvision}
+         "gpt2_generate": case_gpt2_generate, "resnet_torchvision": case_resnet_torchvision}
 
 if __name__ == "__main__":
     start = time.time()
