@@ -8,6 +8,13 @@ with tokens_per_s and step_ms the medians over the timed steps (those after --wa
 Each step: forward, backward, clip_grad_norm_(1.0), AdamW step (weight decay on dim >= 2).
 
     /usr/bin/python3 scripts/bench/gpt_torch.py --threads 2 --steps 20 --warmup 5
+
+--modern (PyTorch >= 2.0) trains scripts/bench/gpt2_modern.py instead, the same model written as
+a PyTorch user writes it today: scaled_dot_product_attention(is_causal=True), tied nn.Linear LM
+head, AdamW(fused=True). --compile (with --modern) wraps the model in torch.compile; the warm-up
+steps then include the compilation, whose time is reported as "first_step_s".
+
+    ~/.cache/singularity/torch-venv/bin/python scripts/bench/gpt_torch.py --modern --compile
 """
 import argparse
 import json
@@ -20,7 +27,8 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tests", "reference"))
-from gpt2_model import GPT2, count_parameters, decay_and_no_decay  # noqa: E402
+import gpt2_model  # noqa: E402
+from gpt2_model import count_parameters, decay_and_no_decay  # noqa: E402
 
 
 def main():
@@ -35,32 +43,47 @@ def main():
     ap.add_argument("--steps", type=int, default=20, help="timed steps")
     ap.add_argument("--warmup", type=int, default=5, help="untimed steps before them")
     ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--modern", action="store_true",
+                    help="scripts/bench/gpt2_modern.py (SDPA, tied head) and fused AdamW")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (needs --modern)")
     args = ap.parse_args()
     if args.steps < 1 or args.warmup < 0 or args.threads < 1:
         ap.error("need --steps >= 1, --warmup >= 0, --threads >= 1")
+    if args.compile and not args.modern:
+        ap.error("--compile needs --modern")
+    if args.compile and args.warmup < 1:
+        ap.error("--compile needs --warmup >= 1 (the first step compiles)")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    model = GPT2(args.layers, args.width, args.heads, args.context, args.vocab)
+    if args.modern:
+        import gpt2_modern
+        model = gpt2_modern.GPT2(args.layers, args.width, args.heads, args.context, args.vocab)
+    else:
+        model = gpt2_model.GPT2(args.layers, args.width, args.heads, args.context, args.vocab)
     model.init_gpt2(torch.Generator().manual_seed(args.seed))
     decay, no_decay = decay_and_no_decay(model)
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=6e-4, betas=(0.9, 0.95), eps=1e-8)  # foreach: PyTorch's default
+    groups = [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}]
+    if args.modern:
+        optimizer = torch.optim.AdamW(groups, lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
+    else:
+        optimizer = torch.optim.AdamW(groups, lr=6e-4, betas=(0.9, 0.95), eps=1e-8)  # foreach
+    step_model = torch.compile(model) if args.compile else model
 
     tokens_per_step = args.batch * args.context
-    step_seconds, losses = [], []
+    step_seconds, step_seconds_all, losses = [], [], []
     for step in range(args.warmup + args.steps):
         batch = torch.randint(0, args.vocab, (args.batch, args.context + 1))
         inputs, targets = batch[:, :-1], batch[:, 1:]
         t0 = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        _, loss = model(inputs, targets)
+        _, loss = step_model(inputs, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         loss_value = loss.item()
         elapsed = time.perf_counter() - t0
+        step_seconds_all.append(elapsed)
         if step >= args.warmup:
             step_seconds.append(elapsed)
         losses.append(loss_value)
@@ -77,6 +100,8 @@ def main():
         "params": count_parameters(model),
         "final_loss": losses[-1],
         "torch": torch.__version__,
+        "variant": ("compiled" if args.compile else "eager") + (", modern" if args.modern else ""),
+        "first_step_s": step_seconds_all[0],
     }))
 
 
