@@ -1,6 +1,8 @@
 #pragma once
 // exp(x) written so that GCC vectorises loops that call it: libm's expf does not vectorise
-// without -ffast-math, which we do not use. Cephes-style range reduction and degree-6
+// without -ffast-math, which we do not use. The clamps below are comparisons: on AVX2 GCC
+// if-converts them only under -fno-trapping-math (meson.build), else the calling loop stays
+// scalar (4x slower; AVX-512's masked operations hide this). Cephes-style range reduction and degree-6
 // polynomial, accurate to ~2 ulp; the kernel tests check the callers against float64.
 // Private to kernels/cpu/.
 #include <bit>

@@ -4,7 +4,7 @@
 # there as well as in the baseline code is merged by the linker into one copy, perhaps the
 # AVX-512 one, which then runs on every CPU (kernels/cpu/isa.h). Also checks that the variant
 # objects really hold wider instructions than the baseline (ymm/zmm registers), so that the
-# variant flags are not silently lost.
+# variant flags are not silently lost, and that the exp loops are vectorised.
 #   isa_symbols_test.sh LIBKERNELS_X86_64_V3.a [LIBKERNELS_X86_64_V4.a ...]
 set -euo pipefail
 if (( $# == 0 )); then
@@ -37,5 +37,19 @@ for lib in "$@"; do
   else
     echo "ok: $lib: $wide instructions use %$register"
   fi
+  # The exp loops (cross-entropy, GELU, the attention softmax) must be vectorised: packed FMAs
+  # on the variant's registers. Without -fno-trapping-math GCC left them scalar on AVX2
+  # (kernels/cpu/fast_exp.h), 4x slower, and no other test notices.
+  for kernel in crossentropy gelu attention; do
+    fmas=$(objdump -d --no-show-raw-insn "$lib" 2>/dev/null |
+           awk -v member="kernels_cpu_$kernel.cpp.o:" '/file format/ { inside = index($1, member) > 0 } inside' |
+           grep -cE "vfn?m(add|sub)[0-9]+ps.*%$register" || true)
+    if (( fmas == 0 )); then
+      echo "FAIL: $lib: $kernel has no packed FMA on %$register: its exp loop is not vectorised (see kernels/README.md)"
+      failed=1
+    else
+      echo "ok: $lib: $kernel has $fmas packed FMAs on %$register"
+    fi
+  done
 done
 exit $failed
