@@ -38,38 +38,37 @@ std::vector<Candidate> candidates() {
   return all;
 }
 
-std::string names(const std::vector<Candidate>& all) {
-  std::string text;
+// The candidate `isa` names ("baseline" names the first), or nullptr.
+const Candidate* find(const std::vector<Candidate>& all, const std::string& isa) {
   for (const Candidate& c : all) {
-    text += (text.empty() ? "" : ", ") + std::string(c.table->isa);
-    if (!c.cpu_supports) text += " (not on this CPU)";
+    if (isa == c.table->isa || (isa == "baseline" && &c == &all.front())) return &c;
   }
-  return text;
+  return nullptr;
 }
 
 const KernelTable& choose() {
   const std::vector<Candidate> all = candidates();
-  const char* wanted = std::getenv("SINGULARITY_CPU_KERNELS");
-  if (wanted == nullptr || *wanted == '\0' || std::string(wanted) == "auto") {
+  const char* env = std::getenv("SINGULARITY_CPU_KERNELS");
+  const std::string wanted = env == nullptr ? "" : env;
+  if (wanted.empty() || wanted == "auto") {
     const KernelTable* best = all.front().table;
     for (const Candidate& c : all) {
       if (c.cpu_supports) best = c.table;
     }
     return *best;
   }
-  for (const Candidate& c : all) {
-    const bool named = wanted == std::string(c.table->isa) ||
-                       (std::string(wanted) == "baseline" && &c == &all.front());
-    if (!named) continue;
-    if (!c.cpu_supports) {
-      throw RunError(std::string("SINGULARITY_CPU_KERNELS=") + wanted +
-                     ": this CPU lacks those instructions; unset it or choose one of: " + names(all));
-    }
-    return *c.table;
+  const Candidate* c = find(all, wanted);
+  if (c == nullptr) {
+    throw RunError("SINGULARITY_CPU_KERNELS=" + wanted +
+                   " is not a kernel variant of this build; unset it, or choose auto, baseline "
+                   "or one of: " + kernel_variants_text());
   }
-  throw RunError(std::string("SINGULARITY_CPU_KERNELS=") + wanted +
-                 " is not a kernel variant of this build; unset it, or choose auto, baseline or "
-                 "one of: " + names(all));
+  if (!c->cpu_supports) {
+    throw RunError("SINGULARITY_CPU_KERNELS=" + wanted +
+                   ": this CPU lacks those instructions; unset it or choose one of: " +
+                   kernel_variants_text());
+  }
+  return *c->table;
 }
 
 }  // namespace
@@ -81,18 +80,22 @@ const KernelTable& kernels() {
 
 const KernelTable* kernel_table_for(const std::string& isa) {
   const std::vector<Candidate> all = candidates();
-  for (const Candidate& c : all) {
-    if ((isa == c.table->isa || (isa == "baseline" && &c == &all.front())) && c.cpu_supports) {
-      return c.table;
-    }
-  }
-  return nullptr;
+  const Candidate* c = find(all, isa);
+  return c != nullptr && c->cpu_supports ? c->table : nullptr;
 }
 
 std::vector<KernelVariant> kernel_variants() {
   std::vector<KernelVariant> out;
   for (const Candidate& c : candidates()) out.push_back({c.table->isa, c.cpu_supports});
   return out;
+}
+
+std::string kernel_variants_text() {
+  std::string text;
+  for (const KernelVariant& v : kernel_variants()) {
+    text += (text.empty() ? "" : ", ") + v.isa + (v.cpu_supports ? "" : " (not on this CPU)");
+  }
+  return text;
 }
 
 }  // namespace sg::cpu

@@ -58,6 +58,8 @@ struct KernelVariant {
 };
 // The variants this build holds, baseline first, and whether this CPU runs each.
 std::vector<KernelVariant> kernel_variants();
+// The same as text: "x86-64-v2, x86-64-v3, x86-64-v4 (not on this CPU)".
+std::string kernel_variants_text();
 // The table of one variant ("baseline" names the first), or nullptr where this build lacks it
 // or this CPU cannot run it. For tests that hold the variants against each other.
 const KernelTable* kernel_table_for(const std::string& isa);

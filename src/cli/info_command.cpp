@@ -21,14 +21,10 @@ int run_info_command(bool measure_peak) {
              std::thread::hardware_concurrency(), _OPENMP, openblas_get_config(),
              openblas_get_corename());
   // The hand-written kernels' variant (kernels/cpu/kernel_table.h) and what else the build holds.
-  std::string built;
-  for (const auto& v : cpu::kernel_variants()) {
-    built += (built.empty() ? "" : ", ") + v.isa + (v.cpu_supports ? "" : " (not on this CPU)");
-  }
   int status = 0;
   try {
     fmt::print("cpu kernels: {} (built: {}; SINGULARITY_CPU_KERNELS chooses)\n",
-               cpu::kernels().isa, built);
+               cpu::kernels().isa, cpu::kernel_variants_text());
   } catch (const RunError& e) {
     fmt::print("cpu kernels: error: {}\n", e.what());
     status = 1;
