@@ -6,11 +6,9 @@ namespace sg {
 
 AttentionStorage attention_storage_for(const std::string& backend, int B, int T, int NH) {
   const size_t heads = static_cast<size_t>(B) * static_cast<size_t>(NH);
-  if (backend == "cuda") {  // flash kernels: the log-sum-exp and the backward's row deltas
-    return {heads * static_cast<size_t>(T), heads * static_cast<size_t>(T)};
-  }
-  const size_t square = heads * static_cast<size_t>(T) * static_cast<size_t>(T);
-  return {square, square};  // the probabilities and their gradient
+  const size_t rows = heads * static_cast<size_t>(T);
+  if (backend == "cuda") return {rows, rows};  // flash kernels: the log-sum-exp, the row deltas
+  return {rows, 0};  // the CPU's blocked kernel: the log-sum-exp (band buffers are per thread)
 }
 
 }  // namespace sg

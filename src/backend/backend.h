@@ -74,9 +74,10 @@ class Backend {
   virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, const float* weight, const float* mean,
                                   const float* rstd, int N, int C) = 0;
-  // att: the state the backward needs (attention_storage(B,T,NH).state floats: the CPU keeps
-  // the probabilities, flash kernels the log-sum-exp); scratch: attention_storage().scratch
-  // floats; out: the forward's output (flash kernels recompute from it).
+  // att: the state the backward needs (attention_storage(B,T,NH).state floats: both backends
+  // keep each row's log-sum-exp and never store the T x T probabilities); scratch:
+  // attention_storage().scratch floats (none on the CPU); out: the forward's output (the CUDA
+  // kernels take the backward's row deltas from it).
   virtual AttentionStorage attention_storage(int B, int T, int NH) const = 0;
   virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
                                  int NH) = 0;

@@ -73,7 +73,7 @@ class StageModel {
 };
 
 // What a stage recomputes in its backward instead of keeping from the forward (train.recompute):
-// nothing; the attention core (selective: the softmax and its T x T probabilities); or each
+// nothing; the attention core (selective: the softmax and its saved log-sum-exp); or each
 // block from its input (full: only the blocks' inputs are kept per micro-batch).
 enum class Recompute { None, Selective, Full };
 Recompute parse_recompute(const std::string& text);  // "none" | "selective" | "full"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/backend.h"
 #include "kernels/attention.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/tolerance.h"
@@ -19,14 +20,15 @@ struct Shape {
 };
 
 struct AttentionRef {
-  std::vector<double> out, att;
+  std::vector<double> out, att, lse;  // lse: log sum_{t2<=t} exp(scaled score)
 };
 
 AttentionRef reference_forward(const std::vector<double>& qkv, Shape s) {
   const int hs = s.hs(), C3 = 3 * s.C;
   const double scale = 1.0 / std::sqrt(double(hs));
   AttentionRef r{std::vector<double>(s.B * s.T * s.C, 0.0),
-                 std::vector<double>(s.B * s.NH * s.T * s.T, 0.0)};
+                 std::vector<double>(s.B * s.NH * s.T * s.T, 0.0),
+                 std::vector<double>(s.B * s.NH * s.T, 0.0)};
   for (int b = 0; b < s.B; ++b)
     for (int h = 0; h < s.NH; ++h)
       for (int t = 0; t < s.T; ++t) {
@@ -43,6 +45,7 @@ AttentionRef reference_forward(const std::vector<double>& qkv, Shape s) {
         double sum = 0.0;
         for (int t2 = 0; t2 <= t; ++t2) sum += p[t2] = std::exp(p[t2] - max_score);
         for (int t2 = 0; t2 <= t; ++t2) p[t2] /= sum;
+        r.lse[(b * s.NH + h) * s.T + t] = max_score + std::log(sum);
         double* o = &r.out[(b * s.T + t) * s.C + h * hs];
         for (int t2 = 0; t2 <= t; ++t2) {
           const double* v = &qkv[(b * s.T + t2) * C3 + 2 * s.C + h * hs];
@@ -108,33 +111,37 @@ TEST_CASE("attention float64 reference backward agrees with finite differences")
 }
 
 TEST_CASE("attention forward and backward match float64 over several causal bands") {
-  // T = 150 spans three 64-row bands, the last one partial; hs = 16.
-  for (const Shape s : {Shape{2, 150, 48, 3}, Shape{1, 7, 12, 1}}) {
+  // T = 150 spans three 64-row bands, the last one partial; hs = 16. T = 300: five bands.
+  for (const Shape s : {Shape{2, 150, 48, 3}, Shape{1, 7, 12, 1}, Shape{1, 300, 64, 2}}) {
     CAPTURE(s.T);
     const auto qkv = attention_input(s, 73);
     std::vector<float> out(s.B * s.T * s.C, 3.0f);
-    std::vector<float> att(s.B * s.NH * s.T * s.T, 3.0f);  // garbage above the diagonal too
-    sg::cpu::attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+    std::vector<float> lse(s.B * s.NH * s.T, 3.0f);
+    sg::cpu::attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
     const auto ref = reference_forward(to_double(qkv), s);
     CHECK_CLOSE(out.data(), ref.out.data(), out.size(), kFp32, "out");
-    // Includes the exact zeros above the diagonal (ref holds 0 there; |err| <= atol only).
-    CHECK_CLOSE(att.data(), ref.att.data(), att.size(), kFp32, "att");
-    long nonzero_above_diagonal = 0;
-    for (int bh = 0; bh < s.B * s.NH; ++bh)
-      for (int t = 0; t < s.T; ++t)
-        for (int t2 = t + 1; t2 < s.T; ++t2)
-          nonzero_above_diagonal += att[(static_cast<long>(bh) * s.T + t) * s.T + t2] != 0.0f;
-    CHECK(nonzero_above_diagonal == 0);
+    CHECK_CLOSE(lse.data(), ref.lse.data(), lse.size(), kFp32, "lse");
 
     const auto dout = random_floats(out.size(), 74);
     const auto dqkv0 = random_floats(qkv.size(), 75);
     auto dqkv = dqkv0;
-    std::vector<float> scratch(att.size(), 9.0f);
-    sg::cpu::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(),
-                                s.B, s.T, s.C, s.NH);
+    sg::cpu::attention_backward(dqkv.data(), nullptr, dout.data(), qkv.data(), lse.data(), s.B,
+                                s.T, s.C, s.NH);
     const auto expected = plus(dqkv0, reference_backward(to_double(dout), to_double(qkv), s));
     CHECK_CLOSE(dqkv.data(), expected.data(), dqkv.size(), kFp32, "dqkv");
   }
+}
+
+TEST_CASE("attention keeps B*NH*T floats: the storage the model allocates is what it writes") {
+  const Shape s{2, 70, 32, 4};
+  const sg::AttentionStorage storage = sg::attention_storage_for("cpu", s.B, s.T, s.NH);
+  CHECK(storage.state == static_cast<size_t>(s.B * s.NH * s.T));
+  CHECK(storage.scratch == 0);
+  // Guard floats after the state: the forward must not write past it.
+  const auto qkv = attention_input(s, 78);
+  std::vector<float> out(s.B * s.T * s.C), lse(storage.state + 16, -7.0f);
+  sg::cpu::attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+  for (size_t i = storage.state; i < lse.size(); ++i) CHECK(lse[i] == -7.0f);
 }
 
 TEST_CASE("attention is bitwise deterministic run to run") {
@@ -143,11 +150,11 @@ TEST_CASE("attention is bitwise deterministic run to run") {
   const auto dout = random_floats(s.B * s.T * s.C, 77);
   std::vector<float> results[2];
   for (auto& result : results) {
-    std::vector<float> out(s.B * s.T * s.C), att(s.B * s.NH * s.T * s.T), scratch(att.size());
+    std::vector<float> out(s.B * s.T * s.C), lse(s.B * s.NH * s.T);
     std::vector<float> dqkv(qkv.size(), 0.0f);
-    sg::cpu::attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH);
-    sg::cpu::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(),
-                                s.B, s.T, s.C, s.NH);
+    sg::cpu::attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+    sg::cpu::attention_backward(dqkv.data(), nullptr, dout.data(), qkv.data(), lse.data(), s.B,
+                                s.T, s.C, s.NH);
     result = out;
     result.insert(result.end(), dqkv.begin(), dqkv.end());
   }
