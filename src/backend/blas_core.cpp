@@ -10,6 +10,10 @@
 namespace sg {
 namespace {
 
+// log2 of the cycles OpenBLAS's pthread workers spin after a call before they sleep (its default
+// is 28: ~0.1 s). See blas_core.h.
+constexpr const char* kOpenblasThreadTimeout = "16";
+
 bool is_vector_core(const std::string& name) {
   for (const char* good : {"SkylakeX", "Cooperlake", "SapphireRapids", "Haswell", "Zen"}) {
     if (name == good) return true;
@@ -41,6 +45,10 @@ void reexec_with_best_blas_core(char** argv) {
   }
   if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
     setenv("OMP_WAIT_POLICY", "passive", 1);
+    changed = true;
+  }
+  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr) {
+    setenv("OPENBLAS_THREAD_TIMEOUT", kOpenblasThreadTimeout, 1);
     changed = true;
   }
   if (!changed) return;

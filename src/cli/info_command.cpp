@@ -2,6 +2,8 @@
 #include <mpi.h>
 #include <omp.h>
 
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include <fmt/format.h>
@@ -20,6 +22,13 @@ int run_info_command(bool measure_peak) {
   fmt::print("cpu: {} hardware threads, OpenMP {}, {} (kernels: {})\n",
              std::thread::hardware_concurrency(), _OPENMP, openblas_get_config(),
              openblas_get_corename());
+  // How idle threads wait (blas_core.h: set by the re-execution where the user has not).
+  const auto env_or = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value != nullptr ? value : "unset");
+  };
+  fmt::print("cpu threads: OMP_WAIT_POLICY={}, OPENBLAS_THREAD_TIMEOUT={}\n",
+             env_or("OMP_WAIT_POLICY"), env_or("OPENBLAS_THREAD_TIMEOUT"));
   // The hand-written kernels' variant (kernels/cpu/kernel_table.h) and what else the build holds.
   int status = 0;
   try {

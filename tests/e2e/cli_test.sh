@@ -141,6 +141,12 @@ else
 fi
 
 expect 0 'backends: cpu' -- "$bin" info
+# Idle threads: the re-execution sets passive OpenMP waiting and short OpenBLAS spinning where
+# they are unset (src/backend/blas_core.h), and leaves a user's own values alone.
+expect 0 'cpu threads: OMP_WAIT_POLICY=passive, OPENBLAS_THREAD_TIMEOUT=16' -- \
+  env -u OMP_WAIT_POLICY -u OPENBLAS_THREAD_TIMEOUT -u SINGULARITY_BLAS_REEXEC "$bin" info
+expect 0 'cpu threads: OMP_WAIT_POLICY=active, OPENBLAS_THREAD_TIMEOUT=20' -- \
+  env -u SINGULARITY_BLAS_REEXEC OMP_WAIT_POLICY=active OPENBLAS_THREAD_TIMEOUT=20 "$bin" info
 expect 2 'prompt' -- "$bin" sample --checkpoint nowhere
 
 echo "$pass passed, $failures failed"

@@ -23,8 +23,8 @@ if ! "$bin" info | grep -q '^cpu kernels: .*x86-64-v3'; then
 fi
 # QEMU warns about CPUID bits TCG cannot emulate; those lines are noise here. An exec from the
 # emulated process runs natively (no binfmt handler), so the binary must not re-execute itself
-# to set OMP_WAIT_POLICY (src/backend/blas_core.cpp): it is set here.
-export OMP_WAIT_POLICY=passive
+# to set OMP_WAIT_POLICY or OPENBLAS_THREAD_TIMEOUT (src/backend/blas_core.cpp): they are set here.
+export OMP_WAIT_POLICY=passive OPENBLAS_THREAD_TIMEOUT=16
 emulate() { local cpu=$1; shift; "$qemu" -cpu "$cpu" "$@" 2> >(grep -v "TCG doesn't support" >&2); }
 
 expect 0 '^cpu kernels: x86-64-v2 \(built: x86-64-v2, x86-64-v3 \(not on this CPU\)' -- \
