@@ -1,4 +1,13 @@
-// Linear layer on the CPU through OpenBLAS sgemm. See kernels/matmul.h for the contract.
+// Linear layer on the CPU through sgemm. See kernels/matmul.h for the contract.
+//
+// Which library runs a product is chosen by its shape, by a fixed rule (every process makes the
+// same choice, so runs stay reproducible): the language-model head's vocabulary-sized products
+// (at least kOnednnMinOutputs outputs and kOnednnMinRows rows) go to oneDNN's sgemm for the
+// forward and the weight gradient, every other product to OpenBLAS. Measured inside the GPT
+// bench's training step (2 AVX2 cores, 1024 rows, 384 wide, 50257 outputs; docs/performance.md):
+// all matmul forwards 5.5-5.7 s instead of 6.0-6.5 s per 10 steps, backwards 9.3-10.0 instead of
+// 9.9-10.8; the layers' products were no faster on oneDNN. The input gradient (inner dimension
+// the vocabulary) stays on OpenBLAS, see onednn_bands.
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -6,7 +15,40 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include "kernels/cpu/onednn_gemm.h"
+
 namespace sg::cpu::inline SG_CPU_ISA {
+namespace {
+
+constexpr int kOnednnMinOutputs = 16384;
+constexpr int kOnednnMinRows = 64;
+
+bool onednn_product(int N, int OC) { return OC >= kOnednnMinOutputs && N >= kOnednnMinRows; }
+
+// oneDNN's own threading makes its results depend on the thread count (the head-shape test
+// caught 2 and 3 threads differing from 1 in the last bits), and the project promises the same
+// bits for any thread count. So the product is cut into bands of kOnednnBand output columns,
+// fixed by the shape, and each band is one call on one thread (oneDNN runs single-threaded
+// inside an OpenMP region). Cutting the input gradient that way would split its inner
+// dimension, hence OpenBLAS there (which splits only rows and columns between threads).
+constexpr int kOnednnBand = 1024;
+
+// band(o0, width) -> the oneDNN status of the call for columns [o0, o0 + width); throws after
+// the parallel region (an exception must not leave it) if any call failed.
+template <class F>
+void onednn_bands(int OC, F band) {
+  const int bands = (OC + kOnednnBand - 1) / kOnednnBand;
+  int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(max : failed)
+  for (int b = 0; b < bands; ++b) {
+    const int o0 = b * kOnednnBand;
+    const int status = band(o0, std::min(kOnednnBand, OC - o0));
+    if (status != 0) failed = std::max(failed, status);
+  }
+  if (failed != 0) throw_onednn_sgemm_error(failed);
+}
+
+}  // namespace
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
                     int C, int OC) {
@@ -19,6 +61,14 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
     beta = 1.0f;
   }
   // out (N,OC) = inp (N,C) @ weight^T (C,OC)
+  if (onednn_product(N, OC)) {
+    // Fixed bands of output columns, one single-threaded oneDNN call each (see onednn_bands).
+    onednn_bands(OC, [&](int o0, int width) {
+      return onednn_sgemm('N', 'T', N, width, C, inp, C, weight + static_cast<long>(o0) * C, C,
+                          beta, out + o0, OC);
+    });
+    return;
+  }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, beta,
               out, OC);
 }
@@ -26,13 +76,21 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int C, int OC) {
   if (dinp != nullptr) {
-    // dinp (N,C) += dout (N,OC) @ weight (OC,C)
+    // dinp (N,C) += dout (N,OC) @ weight (OC,C). Its inner dimension is OC: OpenBLAS, which does
+    // not split it between threads.
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
                 1.0f, dinp, C);
   }
   // dweight (OC,C) += dout^T (OC,N) @ inp (N,C)
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
-              dweight, C);
+  if (onednn_product(N, OC)) {
+    onednn_bands(OC, [&](int o0, int width) {
+      return onednn_sgemm('T', 'N', width, C, N, dout + o0, OC, inp, C, 1.0f,
+                          dweight + static_cast<long>(o0) * C, C);
+    });
+  } else {
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
+                dweight, C);
+  }
   if (dbias != nullptr) {
     // Column sums of dout: each thread owns a band of columns and walks all rows in order, so
     // the inner loop is a contiguous vector add and the order is independent of the threads.

@@ -1,6 +1,8 @@
 // matmul_forward / matmul_backward against float64 loops, with and without bias / dinp.
 #include <doctest/doctest.h>
 
+#include <omp.h>
+
 #include <vector>
 
 #include "kernels/matmul.h"
@@ -107,4 +109,53 @@ TEST_CASE("matmul at a transformer shape with many rows") {
     for (int o = 0; o < oc; ++o) ref_dbias[o] += dout[i * oc + o];
   // A sum of 300 terms of size ~1: float32 rounding grows with the count.
   CHECK_CLOSE(dbias.data(), ref_dbias.data(), dbias.size(), (Tolerance{1e-4, 1e-4}), "dbias");
+}
+
+TEST_CASE("matmul at a language-model head's shape (oneDNN's sgemm): float64, thread counts") {
+  // 16400 outputs and 64 rows take the oneDNN path (kernels/cpu/matmul.cpp); the results must
+  // match float64 and be the same bits for any thread count, as OpenBLAS's are.
+  constexpr int n = 64, c = 24, oc = 16400;
+  const auto inp = random_floats(n * c, 20);
+  const auto weight = random_floats(static_cast<size_t>(oc) * c, 21);
+  const auto dout = random_floats(static_cast<size_t>(n) * oc, 22);
+  const auto dinp0 = random_floats(n * c, 23);
+  const auto dweight0 = random_floats(static_cast<size_t>(oc) * c, 24);
+  std::vector<double> ref(static_cast<size_t>(n) * oc), ref_dinp(n * c, 0.0),
+      ref_dweight(static_cast<size_t>(oc) * c, 0.0);
+  for (int i = 0; i < n; ++i)
+    for (int o = 0; o < oc; ++o) {
+      double sum = 0.0;
+      const double g = dout[static_cast<size_t>(i) * oc + o];
+      for (int k = 0; k < c; ++k) {
+        sum += double{inp[i * c + k]} * weight[static_cast<size_t>(o) * c + k];
+        ref_dinp[i * c + k] += g * weight[static_cast<size_t>(o) * c + k];
+        ref_dweight[static_cast<size_t>(o) * c + k] += g * inp[i * c + k];
+      }
+      ref[static_cast<size_t>(i) * oc + o] = sum;
+    }
+  const auto e_dinp = plus(dinp0, ref_dinp);
+  const auto e_dweight = plus(dweight0, ref_dweight);
+  std::vector<std::vector<float>> first;
+  const int threads_before = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    CAPTURE(threads);
+    omp_set_num_threads(threads);
+    std::vector<float> out(static_cast<size_t>(n) * oc, 5.0f);
+    sg::cpu::matmul_forward(out.data(), inp.data(), weight.data(), nullptr, n, c, oc);
+    auto dinp = dinp0, dweight = dweight0;
+    sg::cpu::matmul_backward(dinp.data(), dweight.data(), nullptr, dout.data(), inp.data(),
+                             weight.data(), n, c, oc);
+    CHECK_CLOSE(out.data(), ref.data(), out.size(), kFp32, "out");
+    // Sums of 16400 terms (dinp) and 64 (dweight) of size ~1.
+    CHECK_CLOSE(dinp.data(), e_dinp.data(), dinp.size(), (Tolerance{1e-3, 1e-4}), "dinp");
+    CHECK_CLOSE(dweight.data(), e_dweight.data(), dweight.size(), kFp32, "dweight");
+    if (first.empty()) {
+      first = {out, dinp, dweight};
+    } else {
+      CHECK(out == first[0]);
+      CHECK(dinp == first[1]);
+      CHECK(dweight == first[2]);
+    }
+  }
+  omp_set_num_threads(threads_before);
 }
