@@ -15,9 +15,8 @@ void attention_forward(float* out,        // (B,T,C)
                        const float* qkv,  // (B,T,3C)
                        int B, int T, int C, int NH);
 
-// scratch is unused (the band buffers are per thread); it may be null.
+// Needs no scratch: the band buffers are per thread.
 void attention_backward(float* dqkv,        // (B,T,3C) +=
-                        float* scratch,     // unused
                         const float* dout,  // (B,T,C)
                         const float* qkv,   // (B,T,3C)
                         const float* lse,   // (B,NH,T) from attention_forward

@@ -57,6 +57,14 @@ inline void causal_probabilities_row(float* row, int i, int keys, float lse) {
   std::fill(row + i + 1, row + keys, 0.0f);
 }
 
+// p (rows, keys), row stride T = scale * q[band] @ k[0:keys]^T: the forward's scores, and the
+// backward's again (the same call on the same data: the same bits).
+inline void band_scores(float* p, const float* q_band, const float* k, int rows, int keys, int hs,
+                        int C3, int T, float scale) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, hs, scale, q_band, C3, k, C3,
+              0.0f, p, T);
+}
+
 // A thread's band buffers, grown to (kBand, T) and kept between calls.
 float* band_buffer(int which, size_t floats) {
   thread_local std::vector<float> buffers[2];
@@ -85,9 +93,7 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
     for (int i0 = 0; i0 < T; i0 += kBand) {
       const int rows = std::min(kBand, T - i0);
       const int keys = i0 + rows;  // causal: this band sees keys [0, keys)
-      // p = scale * q[band] @ k[0:keys]^T
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, hs, scale,
-                  q + static_cast<long>(i0) * C3, C3, k, C3, 0.0f, p, T);
+      band_scores(p, q + static_cast<long>(i0) * C3, k, rows, keys, hs, C3, T, scale);
       for (int r = 0; r < rows; ++r) {
         head_lse[i0 + r] = causal_softmax_row(p + static_cast<long>(r) * T, i0 + r, keys);
       }
@@ -98,8 +104,8 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
   }
 }
 
-void attention_backward(float* dqkv, float* /*scratch*/, const float* dout, const float* qkv,
-                        const float* lse, int B, int T, int C, int NH) {
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B,
+                        int T, int C, int NH) {
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -124,9 +130,8 @@ void attention_backward(float* dqkv, float* /*scratch*/, const float* dout, cons
       const int keys = i0 + rows;
       const float* q_band = q + static_cast<long>(i0) * C3;
       const float* dO_band = dO + static_cast<long>(i0) * C;
-      // P again: the same product as the forward's, then exp(score - lse).
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, hs, scale, q_band, C3, k,
-                  C3, 0.0f, p, T);
+      // P again: the forward's scores, then exp(score - lse).
+      band_scores(p, q_band, k, rows, keys, hs, C3, T, scale);
       for (int r = 0; r < rows; ++r) {
         causal_probabilities_row(p + static_cast<long>(r) * T, i0 + r, keys, head_lse[i0 + r]);
       }

@@ -143,10 +143,11 @@ class CpuBackend final : public Backend {
     const ScopedOpTimer timer("attention_forward");
     kernels_.attention_forward(out, att, qkv, B, T, C, NH);
   }
-  void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                          const float*, const float* att, int B, int T, int C, int NH) override {
+  // The CPU's attention needs no scratch (attention_storage's is 0) and no forward output.
+  void attention_backward(float* dqkv, float*, const float* dout, const float* qkv, const float*,
+                          const float* att, int B, int T, int C, int NH) override {
     const ScopedOpTimer timer("attention_backward");
-    kernels_.attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+    kernels_.attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
   }
   void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B,
                        int T, int C) override {

@@ -302,13 +302,13 @@ TEST_CASE("emulated GPU: flash attention forward and backward without the T x T 
     CAPTURE(C);
     const auto qkv = random_floats(static_cast<size_t>(B) * T * 3 * C, 61);
     std::vector<float> out_ref(static_cast<size_t>(B) * T * C), out(out_ref.size());
-    std::vector<float> att(static_cast<size_t>(B) * NH * T * T), lse(static_cast<size_t>(B) * NH * T);
+    std::vector<float> att(static_cast<size_t>(B) * NH * T), lse(att.size());  // att: the CPU's
     sg::cpu::attention_forward(out_ref.data(), att.data(), qkv.data(), B, T, C, NH);
     sg::cuda::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, kStream);
     CHECK_CLOSE(out.data(), out_ref.data(), out.size(), kFp32, "out");
     const auto dout = random_floats(out.size(), 62);
-    std::vector<float> dqkv_ref(qkv.size(), 0.5f), dqkv = dqkv_ref, scratch(att.size()), delta(lse.size());
-    sg::cpu::attention_backward(dqkv_ref.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+    std::vector<float> dqkv_ref(qkv.size(), 0.5f), dqkv = dqkv_ref, delta(lse.size());
+    sg::cpu::attention_backward(dqkv_ref.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
     sg::cuda::attention_backward(dqkv.data(), delta.data(), dout.data(), out.data(), qkv.data(), lse.data(), B, T, C, NH, kStream);
     CHECK_CLOSE(dqkv.data(), dqkv_ref.data(), dqkv.size(), kFp32, "dqkv (+=)");
   }

@@ -97,7 +97,7 @@ TEST_CASE("kernel variants: attention forward and backward") {
     std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T),
         dqkv(size_t(B) * T * 3 * C, 0.f);
     k.attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
-    k.attention_backward(dqkv.data(), nullptr, dout.data(), qkv.data(), att.data(), B, T, C, NH);
+    k.attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
     return std::vector<std::vector<float>>{out, att, dqkv};
   });
 }
