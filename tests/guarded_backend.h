@@ -230,6 +230,20 @@ class GuardedBackend final : public Backend {
     inner_.batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, M, C, eps);
   }
 
+  size_t batchnorm_relu_mask_bytes(long M, int C) override {
+    return inner_.batchnorm_relu_mask_bytes(M, C);
+  }
+
+  void batchnorm_relu_forward_train(float* out, float* mean, float* var, unsigned char* relu_mask, const float* inp, const float* gamma, const float* beta, long M, int C, float eps) override {
+    const Unlocked open(*this);
+    inner_.batchnorm_relu_forward_train(out, mean, var, relu_mask, inp, gamma, beta, M, C, eps);
+  }
+
+  void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta, const float* dout, const float* inp, const float* out, const unsigned char* relu_mask, const float* mean, const float* var, const float* gamma, long M, int C, float eps) override {
+    const Unlocked open(*this);
+    inner_.batchnorm_relu_backward(dinp, dgamma, dbeta, dout, inp, out, relu_mask, mean, var, gamma, M, C, eps);
+  }
+
   void batchnorm_sums(double* sums, const float* inp, long M, int C) override {
     const Unlocked open(*this);
     inner_.batchnorm_sums(sums, inp, M, C);

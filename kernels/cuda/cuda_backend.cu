@@ -450,7 +450,12 @@ void CudaBackend::batchnorm_forward_train(float* out, float* mean, float* var, c
                                           float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_forward_train");
-  // The split kernels in sequence: column sums, statistics over this replica's M rows, normalize.
+  batchnorm_train_kernels(out, mean, var, inp, gamma, beta, M, C, eps);
+}
+// The split kernels in sequence: column sums, statistics over this replica's M rows, normalize.
+void CudaBackend::batchnorm_train_kernels(float* out, float* mean, float* var, const float* inp,
+                                          const float* gamma, const float* beta, long M, int C,
+                                          float eps) {
   const auto [sums, partial] = batchnorm_scratch(M, C);
   cuda::batchnorm_sums(sums, partial, inp, M, C, compute_);
   cuda::batchnorm_stats(mean, var, sums, static_cast<double>(M), C, compute_);
@@ -461,11 +466,40 @@ void CudaBackend::batchnorm_backward(float* dinp, float* dgamma, float* dbeta, c
                                      const float* gamma, long M, int C, float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_backward");
+  batchnorm_backward_kernels(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, M, C, eps);
+}
+// dinp may be dout: the input kernel reads each element's gradient before writing it.
+void CudaBackend::batchnorm_backward_kernels(float* dinp, float* dgamma, float* dbeta,
+                                             const float* dout, const float* inp,
+                                             const float* mean, const float* var,
+                                             const float* gamma, long M, int C, float eps) {
   const auto [sums, partial] = batchnorm_scratch(M, C);
   cuda::batchnorm_backward_sums(sums, partial, dgamma, dbeta, dout, inp, mean, var, M, C, eps,
                                 compute_);
   cuda::batchnorm_backward_input(dinp, sums, dout, inp, mean, var, gamma, static_cast<double>(M),
                                  M, C, eps, compute_);
+}
+// ReLU fused: the same kernels with ReLU passes around them; the mask is the output itself.
+size_t CudaBackend::batchnorm_relu_mask_bytes(long, int) { return 0; }
+void CudaBackend::batchnorm_relu_forward_train(float* out, float* mean, float* var,
+                                               unsigned char*, const float* inp,
+                                               const float* gamma, const float* beta, long M,
+                                               int C, float eps) {
+  if (M <= 0 || C <= 0) return;
+  const auto timed = begin_op("batchnorm_relu_forward_train");
+  batchnorm_train_kernels(out, mean, var, inp, gamma, beta, M, C, eps);
+  cuda::relu_forward(out, out, M * C, compute_);
+}
+void CudaBackend::batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta,
+                                          const float* dout, const float* inp, const float* out,
+                                          const unsigned char*, const float* mean,
+                                          const float* var, const float* gamma, long M, int C,
+                                          float eps) {
+  if (M <= 0 || C <= 0) return;
+  const auto timed = begin_op("batchnorm_relu_backward");
+  // The masked gradient goes to dinp, which the batch norm's backward then overwrites.
+  cuda::relu_backward(dinp, out, dout, M * C, compute_);
+  batchnorm_backward_kernels(dinp, dgamma, dbeta, dinp, inp, mean, var, gamma, M, C, eps);
 }
 void CudaBackend::batchnorm_sums(double* sums, const float* inp, long M, int C) {
   if (C <= 0) return;

@@ -122,6 +122,14 @@ class CudaBackend final : public Backend {
   void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
                           const float* inp, const float* mean, const float* var,
                           const float* gamma, long M, int C, float eps) override;
+  size_t batchnorm_relu_mask_bytes(long M, int C) override;
+  void batchnorm_relu_forward_train(float* out, float* mean, float* var, unsigned char* relu_mask,
+                                    const float* inp, const float* gamma, const float* beta,
+                                    long M, int C, float eps) override;
+  void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
+                               const float* inp, const float* out, const unsigned char* relu_mask,
+                               const float* mean, const float* var, const float* gamma, long M,
+                               int C, float eps) override;
   void batchnorm_sums(double* sums, const float* inp, long M, int C) override;
   void batchnorm_stats(float* mean, float* var, const double* sums, double count, int C) override;
   void batchnorm_normalize(float* out, const float* inp, const float* mean, const float* var,
@@ -167,6 +175,11 @@ class CudaBackend final : public Backend {
   unsigned char* scratch(size_t bytes) { return scratch_.get(bytes, compute_); }
   // The batch norm's column sums (2C doubles) and their per-band partial sums, in the scratch.
   std::pair<double*, double*> batchnorm_scratch(long M, int C);
+  void batchnorm_train_kernels(float* out, float* mean, float* var, const float* inp,
+                               const float* gamma, const float* beta, long M, int C, float eps);
+  void batchnorm_backward_kernels(float* dinp, float* dgamma, float* dbeta, const float* dout,
+                                  const float* inp, const float* mean, const float* var,
+                                  const float* gamma, long M, int C, float eps);
   void release() noexcept;  // what the destructor (or a failing constructor) frees
   // Every op starts with this: the device made current, and the op timed until the returned
   // scope ends (when profiling; else nothing).

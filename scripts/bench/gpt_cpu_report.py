@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""The tables of scripts/bench/gpt-cpu, from what it left in its work directory:
+"""The tables of scripts/bench/gpt-cpu, from what it left in its work directory: one directory
+round-<k> per round (or the files directly in the work directory, read as one round), each with
 
   peer-<id>.label, and peer-<id>.json (gpt_torch.py's result) or peer-<id>.status (why not)
   metrics.jsonl   Singularity's training log (step_ms, tokens_per_s, mfu per step)
@@ -7,8 +8,10 @@
   ops.tsv         Singularity's per-call op trace (SINGULARITY_PROFILE_OPS_TRACE): name, start, s
   load.txt        /proc/loadavg before and after the runs
 
-Prints the throughput table (every peer, and its speed as a fraction of the fastest), the
-SGEMM-peak fraction, and the per-op breakdown of one Singularity step: for each op (the
+Prints, for each round, the throughput table (every peer, and its speed as a fraction of the
+fastest) and the SGEMM-peak fraction; over the rounds, each peer's median and the medians of
+Singularity's ratio to the fastest PyTorch and of its peak fraction (the figures to quote, as
+the rounds interleave the peers); and, from the last round, the per-op breakdown of one Singularity step: for each op (the
 matmuls split by call site) calls per step, ms per step (median over the timed steps), share of
 the step, and GFLOP/s (GEMMs, attention) or GB/s (the memory-bound ops); then the sum of the ops
 against the measured step time and the gap between them (untimed work: zeroing buffers, data
@@ -176,7 +179,48 @@ def print_peers(work, steps, skip):
     torch_best = max((r[1] for r in rows[:-1] if r[1]), default=None) if singularity else None
     if singularity and torch_best:
         print(f"singularity / fastest PyTorch:      {singularity / torch_best:.2f}x")
-    return singularity
+    return singularity, torch_best, rows
+
+
+def peak_fraction(work, singularity, flops_per_token):
+    """Prints the achieved GFLOP/s and returns the fraction of this round's SGEMM peak (or None)."""
+    achieved = singularity * flops_per_token
+    peak_text = read_text(os.path.join(work, "peak.txt"))
+    line = f"singularity achieved:              {achieved / 1e9:.1f} GFLOP/s"
+    fraction = None
+    if peak_text:
+        peak = float(peak_text) * 1e9
+        fraction = achieved / peak
+        line += f" = {fraction:.1%} of the SGEMM peak {peak / 1e9:.1f} GFLOP/s"
+    else:
+        line += " (SGEMM peak n/a: `singularity info --peak` printed no sgemm_peak_gflops line)"
+    print(line)
+    return fraction
+
+
+def print_summary(results):
+    """results: per round (rows, singularity, torch_best, peak fraction). Medians over rounds."""
+    print(f"\nOver {len(results)} rounds (each peer's median tokens/s; per-round values in order):")
+    labels = []
+    for rows, *_ in results:
+        for label, *_ in rows:
+            if label not in labels:
+                labels.append(label)
+    for label in labels:
+        values = [r[1] for rows, *_ in results for r in rows if r[0] == label and r[1]]
+        if values:
+            each = ", ".join(f"{v:.1f}" for v in values)
+            print(f"  {label:52s} {statistics.median(values):9.1f}  ({each})")
+        else:
+            print(f"  {label:52s} {'-':>9s}  (no result in any round)")
+    ratios = [s / t for _, s, t, _ in results if s and t]
+    if ratios:
+        each = ", ".join(f"{r:.2f}x" for r in ratios)
+        print(f"singularity / fastest PyTorch of the same round: median {statistics.median(ratios):.2f}x ({each})")
+    fractions = [f for *_, f in results if f is not None]
+    if fractions:
+        each = ", ".join(f"{f:.1%}" for f in fractions)
+        print(f"fraction of the round's SGEMM peak:              median {statistics.median(fractions):.1%} ({each})")
 
 
 def print_breakdown(work, a, steps):
@@ -258,29 +302,34 @@ def main():
     flops_per_token = 6 * n_params + 6 * L * T * C
 
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(auto)')}")
-    load = read_text(os.path.join(work, "load.txt"))
-    if load:
-        print("load average (1, 5, 15 min) " + load.replace("\n", "; "))
     print(f"GPT-2 L={L} C={C} T={T} V={V} batch {a.batch}: {n_params:,} parameters, "
           f"{flops_per_token / 1e6:.1f} MFLOP/token (6N + 6LTC)")
-    steps = singularity_steps(work)
-    singularity = print_peers(work, steps, a.skip)
-
-    if singularity is not None:
-        timed = steps[a.skip:]
-        achieved = singularity * flops_per_token
-        peak_text = read_text(os.path.join(work, "peak.txt"))
-        line = f"singularity achieved:              {achieved / 1e9:.1f} GFLOP/s"
-        if peak_text:
-            peak = float(peak_text) * 1e9
-            line += f" = {achieved / peak:.1%} of the SGEMM peak {peak / 1e9:.1f} GFLOP/s"
-        else:
-            line += " (SGEMM peak n/a: `singularity info --peak` printed no sgemm_peak_gflops line)"
-        print(line)
-        if all("mfu" in s for s in timed):
-            print(f"singularity's own logged mfu:      "
-                  f"{statistics.median(s['mfu'] for s in timed):.3f} (median)")
-        print_breakdown(work, a, steps)
+    rounds = sorted((d for d in os.listdir(work) if d.startswith("round-")),
+                    key=lambda d: int(d.split("-", 1)[1]))
+    dirs = [os.path.join(work, d) for d in rounds] or [work]
+    results = []
+    for k, rd in enumerate(dirs, 1):
+        if len(dirs) > 1:
+            print(f"\nRound {k} of {len(dirs)}")
+        load = read_text(os.path.join(rd, "load.txt"))
+        if load:
+            print("load average (1, 5, 15 min) " + load.replace("\n", "; "))
+        steps = singularity_steps(rd)
+        singularity, torch_best, rows = print_peers(rd, steps, a.skip)
+        fraction = None
+        if singularity is not None:
+            fraction = peak_fraction(rd, singularity, flops_per_token)
+            timed = steps[a.skip:]
+            if all("mfu" in s for s in timed):
+                print(f"singularity's own logged mfu:      "
+                      f"{statistics.median(s['mfu'] for s in timed):.3f} (median)")
+        results.append((rows, singularity, torch_best, fraction))
+    if len(dirs) > 1:
+        print_summary(results)
+    if results[-1][1] is not None:
+        if len(dirs) > 1:
+            print(f"\nPer-op breakdown from round {len(dirs)}:")
+        print_breakdown(dirs[-1], a, singularity_steps(dirs[-1]))
 
 
 if __name__ == "__main__":

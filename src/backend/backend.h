@@ -127,6 +127,20 @@ class Backend {
   virtual void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
                                   const float* inp, const float* mean, const float* var,
                                   const float* gamma, long M, int C, float eps) = 0;
+  // The pair again with the ReLU that follows it fused in: out = max(0, batch norm of inp), and
+  // the backward takes dout as the gradient of that output. relu_mask holds what the backward
+  // needs besides `out` (the forward's output): batchnorm_relu_mask_bytes(M, C) bytes, written by
+  // this backend's forward and read by its backward (0 bytes: the backend masks with `out`).
+  virtual size_t batchnorm_relu_mask_bytes(long M, int C) = 0;
+  virtual void batchnorm_relu_forward_train(float* out, float* mean, float* var,
+                                            unsigned char* relu_mask, const float* inp,
+                                            const float* gamma, const float* beta, long M, int C,
+                                            float eps) = 0;
+  virtual void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta,
+                                       const float* dout, const float* inp, const float* out,
+                                       const unsigned char* relu_mask, const float* mean,
+                                       const float* var, const float* gamma, long M, int C,
+                                       float eps) = 0;
   // The split batch norm that synchronised statistics go through (sums reduced over the
   // replicas between the calls), also evaluation (normalize with the running statistics).
   virtual void batchnorm_sums(double* sums, const float* inp, long M, int C) = 0;

@@ -235,6 +235,23 @@ class CpuBackend final : public Backend {
     const ScopedOpTimer timer("batchnorm_backward");
     cpu::batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, M, C, eps);
   }
+  size_t batchnorm_relu_mask_bytes(long M, int C) override {
+    return cpu::batchnorm_relu_mask_bytes(M, C);
+  }
+  void batchnorm_relu_forward_train(float* out, float* mean, float* var, unsigned char* relu_mask,
+                                    const float* inp, const float* gamma, const float* beta,
+                                    long M, int C, float eps) override {
+    const ScopedOpTimer timer("batchnorm_relu_forward_train");
+    cpu::batchnorm_relu_forward_train(out, mean, var, relu_mask, inp, gamma, beta, M, C, eps);
+  }
+  void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
+                               const float* inp, const float* /*out*/,
+                               const unsigned char* relu_mask, const float* mean, const float* var,
+                               const float* gamma, long M, int C, float eps) override {
+    const ScopedOpTimer timer("batchnorm_relu_backward");
+    cpu::batchnorm_relu_backward(dinp, dgamma, dbeta, dout, inp, relu_mask, mean, var, gamma, M, C,
+                                 eps);
+  }
   void batchnorm_sums(double* sums, const float* inp, long M, int C) override {
     const ScopedOpTimer timer("batchnorm_sums");
     kernels_.batchnorm_sums(sums, inp, M, C);

@@ -101,31 +101,44 @@ size_t resnet_activation_floats(const ResNetFamily& family, const ParameterLayou
   return ResNet(family, layout, B).lay_out(nullptr, slots);
 }
 
+size_t ResNet::relu_mask_floats(const Unit& u) const {
+  if (!fused_relu(u)) return 0;
+  const long M = u.rows();
+  // Planning has no backend: oneDNN's jit kernels keep 1 bit per element.
+  const size_t bytes = backend_ != nullptr ? backend_->batchnorm_relu_mask_bytes(M, u.conv.K)
+                                           : (static_cast<size_t>(M) * u.conv.K + 7) / 8;
+  return (bytes + sizeof(float) - 1) / sizeof(float);
+}
+
 size_t ResNet::lay_out(float* arena, int slots) {
   const ResNetStagePlan& p = plan_;
   Carver carve{arena};
+  const auto mask_at = [](float* at) { return reinterpret_cast<unsigned char*>(at); };
   auto unit = [&](const Unit& u) {
     UnitActs a;
     a.conv = carve.take(numel(u.conv));
     a.out = carve.take(numel(u.conv));
     a.mean = carve.take(static_cast<size_t>(u.conv.K));
     a.var = carve.take(static_cast<size_t>(u.conv.K));
+    if (fused_relu(u)) a.relu_mask = mask_at(carve.take(relu_mask_floats(u)));
     return a;
   };
   // Full recompute: the blocks' units share one set of activations (each position as large as
   // its largest use); a block keeps only its output, the next block's input.
   std::vector<UnitActs> shared;
   if (recompute_ == Recompute::Full) {
-    std::vector<size_t> floats, channels;
+    std::vector<size_t> floats, channels, masks;
     for (const auto& b : p.blocks) {
       std::vector<const Unit*> units;
       for (const Unit& u : b.units) units.push_back(&u);
       if (b.downsample) units.push_back(&b.shortcut);
       floats.resize(std::max(floats.size(), units.size()), 0);
       channels.resize(floats.size(), 0);
+      masks.resize(floats.size(), 0);
       for (size_t i = 0; i < units.size(); ++i) {
         floats[i] = std::max(floats[i], numel(units[i]->conv));
         channels[i] = std::max(channels[i], static_cast<size_t>(units[i]->conv.K));
+        masks[i] = std::max(masks[i], relu_mask_floats(*units[i]));
       }
     }
     for (size_t i = 0; i < floats.size(); ++i) {
@@ -134,6 +147,7 @@ size_t ResNet::lay_out(float* arena, int slots) {
       a.out = carve.take(floats[i]);
       a.mean = carve.take(channels[i]);
       a.var = carve.take(channels[i]);
+      if (masks[i] > 0) a.relu_mask = mask_at(carve.take(masks[i]));
       shared.push_back(a);
     }
   }
@@ -211,6 +225,11 @@ void ResNet::batchnorm_train(const Unit& u, UnitActs& a, const float* params) {
   const long M = u.rows();
   const int K = u.conv.K;
   const float eps = family_.shape().bn_eps;
+  if (fused_relu(u)) {
+    be.batchnorm_relu_forward_train(a.out, a.mean, a.var, a.relu_mask, a.conv, params + u.gamma,
+                                    params + u.beta, M, K, eps);
+    return;
+  }
   if (!sync_bn_) {
     be.batchnorm_forward_train(a.out, a.mean, a.var, a.conv, params + u.gamma, params + u.beta, M,
                                K, eps);
@@ -258,16 +277,21 @@ void ResNet::unit_forward(const Unit& u, UnitActs& a, const float* x, const floa
     be.batchnorm_normalize(a.out, a.conv, buffers + u.running_mean, buffers + u.running_var,
                            params + u.gamma, params + u.beta, M, K, family_.shape().bn_eps);
   }
-  if (u.relu) be.relu_forward(a.out, a.out, M * K);
+  if (u.relu && !(options.training && fused_relu(u))) be.relu_forward(a.out, a.out, M * K);
 }
 
 void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, const float* x, float* dx,
                            float* grads, const float* params) {
   Backend& be = *backend_;
-  const long n = u.rows() * u.conv.K;
-  if (u.relu) be.relu_backward(dy, a.out, dy, n);
   float* dconv = grad_e_;
-  batchnorm_train_backward(u, a, dy, dconv, grads, params);
+  if (fused_relu(u)) {
+    be.batchnorm_relu_backward(dconv, grads + u.gamma, grads + u.beta, dy, a.conv, a.out,
+                               a.relu_mask, a.mean, a.var, params + u.gamma, u.rows(), u.conv.K,
+                               family_.shape().bn_eps);
+  } else {
+    if (u.relu) be.relu_backward(dy, a.out, dy, u.rows() * u.conv.K);
+    batchnorm_train_backward(u, a, dy, dconv, grads, params);
+  }
   be.conv2d_backward(dx, grads + u.weight, dconv, x, params + u.weight, u.conv);
 }
 

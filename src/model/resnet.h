@@ -70,6 +70,7 @@ class ResNet final : public StageModel {
 
   struct UnitActs {
     float *conv = nullptr, *out = nullptr, *mean = nullptr, *var = nullptr;
+    unsigned char* relu_mask = nullptr;  // the fused batch norm + ReLU's (fused_relu)
   };
 
  private:
@@ -93,7 +94,7 @@ class ResNet final : public StageModel {
   // A residual block from its input x; its output is the last unit's `out`.
   void block_forward(const ResNetStageBlock& block, std::vector<UnitActs>& acts, const float* x,
                      const float* params, float* buffers, const ForwardOptions& options);
-  // dy: the gradient of the unit's output (modified: the ReLU's mask is applied in place);
+  // dy: the gradient of the unit's output (may be modified: the ReLU's mask applied in place);
   // dx (may be null): the gradient of its input, written with =.
   void unit_backward(const Unit& u, const UnitActs& a, float* dy, const float* x, float* dx,
                      float* grads, const float* params);
@@ -101,6 +102,10 @@ class ResNet final : public StageModel {
   void batchnorm_train_backward(const Unit& u, const UnitActs& a, const float* dy, float* dconv,
                                 float* grads, const float* params);
   void reduce_over_replicas(double* sums, size_t n);
+  // Training runs the unit's batch norm and ReLU as one op (Backend::batchnorm_relu_*) where
+  // the unit has a ReLU and its statistics are its own (not synchronised over replicas).
+  bool fused_relu(const Unit& u) const { return u.relu && !sync_bn_; }
+  size_t relu_mask_floats(const Unit& u) const;
 
   friend size_t resnet_activation_floats(const ResNetFamily&, const ParameterLayout&, int, int);
   ResNet(const ResNetFamily& family, const ParameterLayout& layout, int B);  // plan only

@@ -1,5 +1,6 @@
 // Batch norm: the split functions against float64 formulas and finite differences, the fused
-// oneDNN pair against the split functions, and PyTorch's running-statistics update.
+// oneDNN pair (with and without the ReLU fused in) against the split functions, and PyTorch's
+// running-statistics update.
 #include <doctest/doctest.h>
 
 #include <omp.h>
@@ -107,6 +108,76 @@ TEST_CASE("batch norm through oneDNN matches the split functions") {
     CHECK_CLOSE(dx.data(), ref_dx.data(), dx.size(), (Tolerance{1e-4, 1e-3}), "dinp");
     CHECK_CLOSE(dgamma.data(), ref_dgamma.data(), C, kFp32, "dgamma (+=)");
     CHECK_CLOSE(dbeta.data(), ref_dbeta.data(), C, kFp32, "dbeta (+=)");
+  }
+}
+
+TEST_CASE("batch norm + ReLU through oneDNN matches the split functions and a separate ReLU") {
+  for (const auto& [M, C] : {std::pair<long, int>{64, 16}, {2 * 7 * 7, 24}, {13, 3}, {5, 7}}) {
+    CAPTURE(M);
+    CAPTURE(C);
+    const size_t n = static_cast<size_t>(M) * C;
+    const auto x = random_floats(n, 31, -2.0f, 2.0f);
+    const auto gamma = random_floats(C, 32, 0.5f, 1.5f);
+    const auto beta = random_floats(C, 33);
+    const auto dy = random_floats(n, 34);
+    const size_t mask_bytes = sg::cpu::batchnorm_relu_mask_bytes(M, C);
+    CHECK(mask_bytes > 0);
+    CHECK(mask_bytes <= n);  // at most a byte per element
+    // Guard bytes after the mask: the forward writes no more than it said.
+    std::vector<unsigned char> mask(mask_bytes + 64, 0xA5);
+    std::vector<float> y(n, 99.0f), mean(C), var(C);
+    sg::cpu::batchnorm_relu_forward_train(y.data(), mean.data(), var.data(), mask.data(), x.data(),
+                                          gamma.data(), beta.data(), M, C, kEps);
+    for (size_t i = mask_bytes; i < mask.size(); ++i) REQUIRE(mask[i] == 0xA5);
+
+    std::vector<double> sums(2 * C);
+    std::vector<float> ref_mean(C), ref_var(C), ref_y(n);
+    sg::cpu::batchnorm_sums(sums.data(), x.data(), M, C);
+    sg::cpu::batchnorm_stats(ref_mean.data(), ref_var.data(), sums.data(), double(M), C);
+    sg::cpu::batchnorm_normalize(ref_y.data(), x.data(), ref_mean.data(), ref_var.data(),
+                                 gamma.data(), beta.data(), M, C, kEps);
+    int zeros = 0;
+    for (float& v : ref_y) {
+      v = v > 0.0f ? v : 0.0f;
+      zeros += v == 0.0f;
+    }
+    CHECK(zeros > 0);
+    CHECK(zeros < static_cast<int>(n));  // both sides of the ReLU are exercised
+    CHECK_CLOSE(mean.data(), ref_mean.data(), C, kFp32, "mean");
+    CHECK_CLOSE(var.data(), ref_var.data(), C, kFp32, "var");
+    CHECK_CLOSE(y.data(), ref_y.data(), n, kFp32, "out = relu(bn)");
+
+    // Backward: the ReLU's mask from the output, then the batch norm's gradient.
+    std::vector<float> dx(n), dgamma(C, 1.0f), dbeta(C, 2.0f);
+    sg::cpu::batchnorm_relu_backward(dx.data(), dgamma.data(), dbeta.data(), dy.data(), x.data(),
+                                     mask.data(), mean.data(), var.data(), gamma.data(), M, C,
+                                     kEps);
+    std::vector<float> masked(n);
+    for (size_t i = 0; i < n; ++i) masked[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    std::vector<float> ref_dx(n), ref_dgamma(C, 1.0f), ref_dbeta(C, 2.0f);
+    std::vector<double> bsums(2 * C);
+    sg::cpu::batchnorm_backward_sums(bsums.data(), ref_dgamma.data(), ref_dbeta.data(),
+                                     masked.data(), x.data(), ref_mean.data(), ref_var.data(), M,
+                                     C, kEps);
+    sg::cpu::batchnorm_backward_input(ref_dx.data(), bsums.data(), masked.data(), x.data(),
+                                      ref_mean.data(), ref_var.data(), gamma.data(), double(M),
+                                      M, C, kEps);
+    CHECK_CLOSE(dx.data(), ref_dx.data(), n, (Tolerance{1e-4, 1e-3}), "dinp");
+    CHECK_CLOSE(dgamma.data(), ref_dgamma.data(), C, kFp32, "dgamma (+=)");
+    CHECK_CLOSE(dbeta.data(), ref_dbeta.data(), C, kFp32, "dbeta (+=)");
+
+    // The fused pair is the unfused pair with ReLU passes around it, bit for bit.
+    std::vector<float> y2(n), mean2(C), var2(C);
+    sg::cpu::batchnorm_forward_train(y2.data(), mean2.data(), var2.data(), x.data(), gamma.data(),
+                                     beta.data(), M, C, kEps);
+    for (float& v : y2) v = v > 0.0f ? v : 0.0f;
+    CHECK(y2 == y);
+    std::vector<float> dx2(n), dgamma2(C, 1.0f), dbeta2(C, 2.0f);
+    sg::cpu::batchnorm_backward(dx2.data(), dgamma2.data(), dbeta2.data(), masked.data(), x.data(),
+                                mean.data(), var.data(), gamma.data(), M, C, kEps);
+    CHECK(dx2 == dx);
+    CHECK(dgamma2 == dgamma);
+    CHECK(dbeta2 == dbeta);
   }
 }
 

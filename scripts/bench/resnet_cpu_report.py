@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""The table of scripts/bench/resnet-cpu, from what it left in its work directory:
+
+  round-<k>/torch-<depth>-<python>-<mode>-<layout>.json   resnet_torch.py's result (last line)
+  round-<k>/run<depth>/metrics.jsonl                      Singularity's training log
+
+usage: resnet_cpu_report.py WORK WARMUP "DEPTH:BATCH ..."
+
+For each depth and round: every PyTorch peer, Singularity (images/s and step ms: medians over the
+steps after WARMUP; peak resident memory) and Singularity's ratio to the round's fastest PyTorch.
+With more than one round, each side's median over the rounds and the median of the per-round
+ratios, the figure to quote (the rounds interleave the peers).
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def torch_rows(round_dir, depth):
+    rows = []
+    for path in sorted(glob.glob(os.path.join(round_dir, f"torch-{depth}-*.json"))):
+        text = open(path).read().strip()
+        if not text:
+            continue
+        r = json.loads(text)
+        where = "Debian" if f"-{depth}-usr-" in os.path.basename(path) else "PyPI"
+        layout = "channels-last" if r["channels_last"] else "NCHW"
+        mode = ", torch.compile" if r.get("compile") else ""
+        rows.append((f"PyTorch {r['torch']} ({where}){mode}, {layout}", r["images_per_s"],
+                     r["step_ms"], r["peak_rss_bytes"]))
+    return rows
+
+
+def ours(round_dir, depth, warmup):
+    path = os.path.join(round_dir, f"run{depth}", "metrics.jsonl")
+    steps = [json.loads(line) for line in open(path) if line.strip()]
+    steps = [s for s in steps if "images_per_s" in s][warmup:]
+    if not steps:
+        sys.exit(f"resnet-cpu: {path} has no timed steps (after {warmup} warm-up steps)")
+    return ("singularity", statistics.median(s["images_per_s"] for s in steps),
+            statistics.median(s["step_ms"] for s in steps),
+            max(s["peak_mem_bytes"] for s in steps))
+
+
+def main():
+    work, warmup = sys.argv[1], int(sys.argv[2])
+    runs = [item.split(":") for item in sys.argv[3].split()]  # depth, batch
+    rounds = sorted((d for d in os.listdir(work) if d.startswith("round-")),
+                    key=lambda d: int(d.split("-", 1)[1]))
+    dirs = [os.path.join(work, d) for d in rounds] or [work]
+    print(f"{'':60s} {'images/s':>9s} {'step ms':>9s} {'peak MiB':>9s}")
+    for depth, batch in runs:
+        per_round = []  # (torch rows, our row)
+        for k, rd in enumerate(dirs, 1):
+            rows = torch_rows(rd, depth)
+            name, ips, ms, mem = ours(rd, depth, warmup)
+            where = f", round {k} of {len(dirs)}" if len(dirs) > 1 else ""
+            print(f"ResNet-{depth}, batch {batch}{where}")
+            for label, t_ips, t_ms, t_mem in rows:
+                print(f"  {label:58s} {t_ips:9.2f} {t_ms:9.0f} {t_mem / 2**20:9.0f}")
+            print(f"  {name:58s} {ips:9.2f} {ms:9.0f} {mem / 2**20:9.0f}")
+            if rows:
+                best = max(rows, key=lambda r: r[1])
+                print(f"  singularity / fastest PyTorch ({best[0]}): {ips / best[1]:.2f}x")
+            per_round.append((rows, ips))
+        if len(dirs) < 2:
+            continue
+        print(f"ResNet-{depth}, batch {batch}, over {len(dirs)} rounds (median images/s; per-round values in order)")
+        labels = []
+        for rows, _ in per_round:
+            labels += [r[0] for r in rows if r[0] not in labels]
+        for label in labels + ["singularity"]:
+            values = ([ips for _, ips in per_round] if label == "singularity" else
+                      [r[1] for rows, _ in per_round for r in rows if r[0] == label])
+            each = ", ".join(f"{v:.2f}" for v in values)
+            print(f"  {label:58s} {statistics.median(values):9.2f}  ({each})")
+        ratios = [ips / max(r[1] for r in rows) for rows, ips in per_round if rows]
+        if ratios:
+            each = ", ".join(f"{r:.2f}x" for r in ratios)
+            print(f"  singularity / fastest PyTorch of the same round: median "
+                  f"{statistics.median(ratios):.2f}x ({each})")
+
+
+if __name__ == "__main__":
+    main()
