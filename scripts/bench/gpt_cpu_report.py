@@ -70,12 +70,12 @@ def read_trace(path):
     return calls
 
 
-def split_steps(calls):
-    """The trace cut at each forward pass's first op; the pieces with an optimizer update are
-    training steps (an evaluation pass has none)."""
+def split_steps(calls, first_ops=("encoder_forward", "embedding_forward_vocab_range")):
+    """The trace cut at each forward pass's first op (one of first_ops); the pieces with an
+    optimizer update are training steps (an evaluation pass has none)."""
     segments, current = [], None
     for call in calls:
-        if call[0] in ("encoder_forward", "embedding_forward_vocab_range"):
+        if call[0] in first_ops:
             current = []
             segments.append(current)
         if current is not None:

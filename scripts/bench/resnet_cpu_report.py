@@ -3,19 +3,25 @@
 
   round-<k>/torch-<depth>-<python>-<mode>-<layout>.json   resnet_torch.py's result (last line)
   round-<k>/run<depth>/metrics.jsonl                      Singularity's training log
+  round-<k>/trace<depth>.tsv                              its per-call op trace (optional)
 
 usage: resnet_cpu_report.py WORK WARMUP "DEPTH:BATCH ..."
 
 For each depth and round: every PyTorch peer, Singularity (images/s and step ms: medians over the
 steps after WARMUP; peak resident memory) and Singularity's ratio to the round's fastest PyTorch.
 With more than one round, each side's median over the rounds and the median of the per-round
-ratios, the figure to quote (the rounds interleave the peers).
+ratios, the figure to quote (the rounds interleave the peers). Then, from the last round's op
+trace, where one Singularity step goes: each op's calls and ms per step (medians over the timed
+steps), its share, and the gap between the ops' sum and the measured step.
 """
 import glob
 import json
 import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt_cpu_report import read_trace, split_steps  # noqa: E402  (the same trace format)
 
 
 def torch_rows(round_dir, depth):
@@ -44,6 +50,61 @@ def ours(round_dir, depth, warmup):
             max(s["peak_mem_bytes"] for s in steps))
 
 
+def print_summary(depth, batch, per_round):
+    """Each side's median over the rounds and the median of the per-round ratios."""
+    print(f"ResNet-{depth}, batch {batch}, over {len(per_round)} rounds "
+          "(median images/s; per-round values in order)")
+    labels = []
+    for rows, _ in per_round:
+        labels += [r[0] for r in rows if r[0] not in labels]
+    for label in labels + ["singularity"]:
+        values = ([ips for _, ips in per_round] if label == "singularity" else
+                  [r[1] for rows, _ in per_round for r in rows if r[0] == label])
+        each = ", ".join(f"{v:.2f}" for v in values)
+        print(f"  {label:58s} {statistics.median(values):9.2f}  ({each})")
+    ratios = [ips / max(r[1] for r in rows) for rows, ips in per_round if rows]
+    if ratios:
+        each = ", ".join(f"{r:.2f}x" for r in ratios)
+        print(f"  singularity / fastest PyTorch of the same round: median "
+              f"{statistics.median(ratios):.2f}x ({each})")
+
+
+def print_breakdown(round_dir, depth, warmup):
+    path = os.path.join(round_dir, f"trace{depth}.tsv")
+    if not os.path.exists(path):
+        return
+    steps = split_steps(read_trace(path), first_ops=("nchw_to_nhwc",))[warmup:]
+    metrics = [json.loads(line) for line in open(os.path.join(round_dir, f"run{depth}", "metrics.jsonl"))
+               if line.strip()]
+    measured = [s["step_ms"] / 1e3 for s in metrics if "images_per_s" in s][warmup:]
+    if not steps or len(steps) != len(measured):
+        print(f"  per-op breakdown: n/a ({len(steps)} traced training steps, {len(measured)} logged)")
+        return
+    per_step = []
+    for step in steps:
+        rows = {}
+        for name, _, seconds in step:
+            calls, total = rows.get(name, (0, 0.0))
+            rows[name] = (calls + 1, total + seconds)
+        per_step.append(rows)
+    names = {name for rows in per_step for name in rows}
+    med_step = statistics.median(measured)
+    table = sorted(((statistics.median(r.get(n, (0, 0.0))[1] for r in per_step),
+                     statistics.median(r.get(n, (0, 0.0))[0] for r in per_step), n) for n in names),
+                   reverse=True)
+    print(f"  Where one singularity step goes (op trace of the last round, medians over its "
+          f"{len(steps)} timed steps):")
+    print(f"    {'op':36s} {'calls':>5s} {'ms/step':>8s} {'share':>6s}")
+    for seconds, calls, name in table:
+        print(f"    {name:36s} {calls:5.0f} {seconds * 1e3:8.1f} {seconds / med_step:6.1%}")
+    sums = [sum(t for _, t in r.values()) for r in per_step]
+    gap = statistics.median(m - s for m, s in zip(measured, sums))
+    print(f"    {'sum of the ops':36s} {'':5s} {statistics.median(sums) * 1e3:8.1f}")
+    print(f"    {'measured step':36s} {'':5s} {med_step * 1e3:8.1f}")
+    print(f"    {'gap (step - ops)':36s} {'':5s} {gap * 1e3:8.1f} {gap / med_step:6.1%}  "
+          "(untimed: buffer zeroing, data, trainer)")
+
+
 def main():
     work, warmup = sys.argv[1], int(sys.argv[2])
     runs = [item.split(":") for item in sys.argv[3].split()]  # depth, batch
@@ -65,22 +126,9 @@ def main():
                 best = max(rows, key=lambda r: r[1])
                 print(f"  singularity / fastest PyTorch ({best[0]}): {ips / best[1]:.2f}x")
             per_round.append((rows, ips))
-        if len(dirs) < 2:
-            continue
-        print(f"ResNet-{depth}, batch {batch}, over {len(dirs)} rounds (median images/s; per-round values in order)")
-        labels = []
-        for rows, _ in per_round:
-            labels += [r[0] for r in rows if r[0] not in labels]
-        for label in labels + ["singularity"]:
-            values = ([ips for _, ips in per_round] if label == "singularity" else
-                      [r[1] for rows, _ in per_round for r in rows if r[0] == label])
-            each = ", ".join(f"{v:.2f}" for v in values)
-            print(f"  {label:58s} {statistics.median(values):9.2f}  ({each})")
-        ratios = [ips / max(r[1] for r in rows) for rows, ips in per_round if rows]
-        if ratios:
-            each = ", ".join(f"{r:.2f}x" for r in ratios)
-            print(f"  singularity / fastest PyTorch of the same round: median "
-                  f"{statistics.median(ratios):.2f}x ({each})")
+        if len(dirs) > 1:
+            print_summary(depth, batch, per_round)
+        print_breakdown(dirs[-1], depth, warmup)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,26 @@ with tempfile.TemporaryDirectory() as work:
     check("Over " not in out, "gpt: no summary for one round", out)
 
 
+def resnet_trace(d, depth, steps):
+    """An op trace: an evaluation pass (no optimizer update), then `steps` training steps of
+    1.61 s of ops each, the first two 10x slower (the warm-up the report leaves out)."""
+    lines, t = [], 0.0
+    def call(name, seconds):
+        nonlocal t
+        lines.append(f"{name}\t{t:.6f}\t{seconds:.6f}\n")
+        t += seconds
+    call("nchw_to_nhwc", 0.01)
+    call("conv2d_forward", 0.5)
+    for k in range(steps):
+        slow = 10.0 if k < 2 else 1.0
+        call("nchw_to_nhwc", 0.01 * slow)
+        call("conv2d_forward", 0.5 * slow)
+        call("conv2d_backward", 0.4 * slow)
+        call("conv2d_backward", 0.6 * slow)
+        call("sgd_update", 0.1 * slow)
+    write(os.path.join(d, f"trace{depth}.tsv"), "".join(lines))
+
+
 def resnet_round(d, depth, peers, ours):
     for tag, ips in peers.items():
         write(os.path.join(d, f"torch-{depth}-{tag}.json"),
@@ -84,7 +104,7 @@ def resnet_round(d, depth, peers, ours):
                           "compile": "-compile-" in tag}) + "\n")
     steps = [0.1, 0.1] + [ours - 0.5, ours, ours + 0.5]
     write(os.path.join(d, f"run{depth}", "metrics.jsonl"), "".join(
-        json.dumps({"step": i + 1, "images_per_s": v, "step_ms": 1.0, "peak_mem_bytes": 2 ** 29,
+        json.dumps({"step": i + 1, "images_per_s": v, "step_ms": 1700.0, "peak_mem_bytes": 2 ** 29,
                     "batch": 8}) + "\n" for i, v in enumerate(steps)) + '{"step": 5, "val_loss": 1}\n')
 
 
@@ -97,6 +117,7 @@ with tempfile.TemporaryDirectory() as work:
                  {"usr-eager-nchw": 2.0, "torch-venv-compile-channels_last": 3.0}, 3.6)
     resnet_round(os.path.join(work, "round-3"), 50,
                  {"usr-eager-nchw": 3.0, "torch-venv-compile-channels_last": 1.0}, 3.9)
+    resnet_trace(os.path.join(work, "round-3"), 50, 5)
     rc, out = run([resnet_report, work, "2", "50:8"])
     check(rc == 0, "resnet report exits 0", out)
     check("median 1.20x (1.10x, 1.20x, 1.30x)" in out,
@@ -106,6 +127,14 @@ with tempfile.TemporaryDirectory() as work:
     check("3.60  (3.30, 3.60, 3.90)" in out, "resnet: singularity's median over rounds", out)
     check("ResNet-50, batch 8, round 3 of 3" in out and "ResNet-50, batch 8, over 3 rounds" in out,
           "resnet: depth, batch and round in the headings", out)
+    lines = out.splitlines()
+    def row(name):
+        return next((line.split() for line in lines if line.strip().startswith(name + " ")), [])
+    check(row("conv2d_backward")[1:4] == ["2", "1000.0", "58.8%"],
+          "resnet breakdown: calls and ms per step summed per op, share of the measured step", out)
+    check(row("sum of the ops")[-1:] == ["1610.0"] and row("measured step")[-1:] == ["1700.0"],
+          "resnet breakdown: the warm-up and the evaluation pass are left out", out)
+    check(row("gap (step - ops)")[4:6] == ["90.0", "5.3%"], "resnet breakdown: the gap", out)
 
 with tempfile.TemporaryDirectory() as work:
     resnet_round(work, 18, {"usr-eager-nchw": 4.0}, 5.0)
