@@ -116,6 +116,11 @@ class GuardedBackend final : public Backend {
     inner_.add_inplace(out, in, n);
   }
 
+  void add_relu_inplace(float* out, const float* in, long n) override {
+    const Unlocked open(*this);
+    inner_.add_relu_inplace(out, in, n);
+  }
+
   void scale(float* x, float factor, long n) override {
     const Unlocked open(*this);
     inner_.scale(x, factor, n);

@@ -13,4 +13,12 @@ void relu_backward(float* dinp, const float* out, const float* dout, long n) {
   for (long i = 0; i < n; ++i) dinp[i] = out[i] > 0.0f ? dout[i] : 0.0f;
 }
 
+void add_relu_inplace(float* out, const float* in, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) {
+    const float sum = out[i] + in[i];
+    out[i] = sum > 0.0f ? sum : 0.0f;
+  }
+}
+
 }  // namespace sg::cpu::SG_CPU_ISA

@@ -280,6 +280,10 @@ void CudaBackend::add_inplace(float* out, const float* in, long n) {
   const auto timed = begin_op("add_inplace");
   cuda::add_inplace(out, in, n, compute_);
 }
+void CudaBackend::add_relu_inplace(float* out, const float* in, long n) {
+  const auto timed = begin_op("add_relu_inplace");
+  cuda::add_relu_inplace(out, in, n, compute_);
+}
 void CudaBackend::scale(float* x, float factor, long n) {
   if (n <= 0) return;
   const auto timed = begin_op("scale");

@@ -70,6 +70,7 @@ class CudaBackend final : public Backend {
   void relu_backward(float* dinp, const float* out, const float* dout, long n) override;
   void residual_forward(float* out, const float* a, const float* b, long n) override;
   void add_inplace(float* out, const float* in, long n) override;
+  void add_relu_inplace(float* out, const float* in, long n) override;
   void add_bias(float* out, const float* bias, long N, long C) override;
   void scale(float* x, float factor, long n) override;
 

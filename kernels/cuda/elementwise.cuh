@@ -47,6 +47,13 @@ __global__ void add_inplace(float* out, const float* in, long n) {
   SG_GRID_STRIDE(i, n) out[i] += in[i];
 }
 
+__global__ void add_relu_inplace(float* out, const float* in, long n) {
+  SG_GRID_STRIDE(i, n) {
+    const float sum = out[i] + in[i];
+    out[i] = sum > 0.0f ? sum : 0.0f;
+  }
+}
+
 __global__ void add_bias(float* out, const float* bias, long N, long C) {
   SG_GRID_STRIDE(i, N * C) out[i] += bias[i % C];
 }
@@ -94,6 +101,9 @@ inline void residual_forward(float* out, const float* a, const float* b, long n,
 }
 inline void add_inplace(float* out, const float* in, long n, Stream s) {
   SG_ELEMENTWISE(add_inplace, n, s, out, in, n);
+}
+inline void add_relu_inplace(float* out, const float* in, long n, Stream s) {
+  SG_ELEMENTWISE(add_relu_inplace, n, s, out, in, n);
 }
 inline void add_bias(float* out, const float* bias, long N, long C, Stream s) {
   SG_ELEMENTWISE(add_bias, N * C, s, out, bias, N, C);

@@ -65,6 +65,7 @@ class Backend {
   virtual void relu_backward(float* dinp, const float* out, const float* dout, long n) = 0;
   virtual void residual_forward(float* out, const float* a, const float* b, long n) = 0;
   virtual void add_inplace(float* out, const float* in, long n) = 0;       // out += in
+  virtual void add_relu_inplace(float* out, const float* in, long n) = 0;  // out = max(out + in, 0)
   virtual void add_bias(float* out, const float* bias, long N, long C) = 0;  // out[n,:] += bias
   virtual void scale(float* x, float factor, long n) = 0;                     // x *= factor
 

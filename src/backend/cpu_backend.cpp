@@ -109,6 +109,10 @@ class CpuBackend final : public Backend {
     const ScopedOpTimer timer("add_inplace");
     kernels_.add_inplace(out, in, n);
   }
+  void add_relu_inplace(float* out, const float* in, long n) override {
+    const ScopedOpTimer timer("add_relu_inplace");
+    kernels_.add_relu_inplace(out, in, n);
+  }
   void scale(float* x, float factor, long n) override {
     const ScopedOpTimer timer("scale");
     kernels_.scale_inplace(x, factor, n);

@@ -311,8 +311,7 @@ void ResNet::block_forward(const ResNetStageBlock& block, std::vector<UnitActs>&
   }
   UnitActs& last = acts[block.units.size() - 1];
   const long n = block.units.back().rows() * block.units.back().conv.K;
-  be.add_inplace(last.out, identity, n);
-  be.relu_forward(last.out, last.out, n);
+  be.add_relu_inplace(last.out, identity, n);
 }
 
 float ResNet::forward(int slot, const float* params, float* buffers, const MicroBatch& batch,

@@ -183,6 +183,9 @@ TEST_CASE("elementwise: GELU, ReLU, residual, in-place and bias adds") {
   cpu().add_inplace(out.c(), x.c(), n);
   gpu().add_inplace(out.g(), x.g(), n);
   check_equal(out, "add_inplace");
+  cpu().add_relu_inplace(out.c(), x.c(), n);
+  gpu().add_relu_inplace(out.g(), x.g(), n);
+  check_equal(out, "add_relu_inplace");
   Twin<float> bias(random_floats(40, 23));
   cpu().add_bias(out.c(), bias.c(), n / 40, 40);
   gpu().add_bias(out.g(), bias.g(), n / 40, 40);

@@ -47,7 +47,7 @@ constexpr sg::cuda::Stream kStream{};
 
 }  // namespace
 
-TEST_CASE("emulated GPU: GELU, ReLU, residual and bias adds, casts, NCHW->NHWC") {
+TEST_CASE("emulated GPU: GELU, ReLU, residual and bias adds (+ ReLU), casts, NCHW->NHWC") {
   const long n = 3001;  // ragged against the 256-thread blocks
   const auto x = random_floats(n, 1, -4.0f, 4.0f), dy = random_floats(n, 2);
   std::vector<float> ref(n), got(n);
@@ -71,6 +71,9 @@ TEST_CASE("emulated GPU: GELU, ReLU, residual and bias adds, casts, NCHW->NHWC")
   CHECK(got == ref);
   sg::cpu::add_inplace(ref.data(), x.data(), n);
   sg::cuda::add_inplace(got.data(), x.data(), n, kStream);
+  CHECK(got == ref);
+  sg::cpu::add_relu_inplace(ref.data(), dy.data(), n);
+  sg::cuda::add_relu_inplace(got.data(), dy.data(), n, kStream);
   CHECK(got == ref);
   const auto bias = random_floats(23, 3);
   std::vector<float> rows_ref(23 * 17, 1.0f), rows_got = rows_ref;

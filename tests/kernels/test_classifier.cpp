@@ -1,5 +1,6 @@
 // The classifier loss (softmax cross-entropy with label smoothing) against float64 and finite
-// differences, top-1/top-5 counting, ReLU, and SGD with momentum against float64 torch.optim.SGD.
+// differences, top-1/top-5 counting, ReLU (and the residual add + ReLU), and SGD with momentum
+// against float64 torch.optim.SGD.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "kernels/classifier_loss.h"
 #include "kernels/relu.h"
+#include "kernels/residual.h"
 #include "kernels/sgd.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/tolerance.h"
@@ -82,6 +84,20 @@ TEST_CASE("relu forward and backward, in place") {
   CHECK(x == std::vector<float>{0, 0, 2, 0, 3});
   sg::cpu::relu_backward(dy.data(), x.data(), dy.data(), 5);
   CHECK(dy == std::vector<float>{0, 0, 3, 0, 5});
+}
+
+TEST_CASE("add_relu_inplace is add_inplace then relu_forward, bit for bit") {
+  std::vector<float> out = {-1.0f, 0.5f, 2.0f, -0.5f, 3.0f, 1e-8f};
+  const std::vector<float> in = {0.5f, -0.5f, -3.0f, 0.25f, 0.1f, -1e-8f};
+  sg::cpu::add_relu_inplace(out.data(), in.data(), 6);
+  CHECK(out == std::vector<float>{0, 0, 0, 0, 3.0f + 0.1f, 0});
+  const long n = 10007;  // ragged against any vector width and thread split
+  auto a = random_floats(n, 41), b = a;
+  const auto c = random_floats(n, 42);
+  sg::cpu::add_relu_inplace(a.data(), c.data(), n);
+  sg::cpu::add_inplace(b.data(), c.data(), n);
+  sg::cpu::relu_forward(b.data(), b.data(), n);
+  CHECK(a == b);
 }
 
 TEST_CASE("sgd_update matches float64 torch.optim.SGD (momentum, weight decay, Nesterov)") {
