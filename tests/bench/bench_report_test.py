@@ -65,6 +65,9 @@ with tempfile.TemporaryDirectory() as work:
     check("failed: RuntimeError: no compiler" in out, "gpt: the failed peer's reason is shown", out)
     check("(400.0, 500.0)" in out, "gpt: a peer's median covers only the rounds it ran", out)
     check("(600.0, 500.0, 450.0)" in out, "gpt: singularity's per-round medians", out)
+    # Peer medians: Debian 250, compiled 450 (two rounds): 500 / 450.
+    check("the fastest PyTorch median:  1.11x (PyTorch 2.5 (PyPI), torch.compile" in out,
+          "gpt: singularity's median over the fastest peer's median", out)
     check("no op trace" in out and "Per-op breakdown from round 3" in out,
           "gpt: the breakdown comes from the last round", out)
 
@@ -125,6 +128,9 @@ with tempfile.TemporaryDirectory() as work:
     check("(PyPI), torch.compile, channels-last" in out and "(Debian), NCHW" in out,
           "resnet: peers named by origin, mode and layout", out)
     check("3.60  (3.30, 3.60, 3.90)" in out, "resnet: singularity's median over rounds", out)
+    # Peer medians: Debian 3.0, compiled 2.0: 3.6 / 3.0.
+    check("the fastest PyTorch median: 1.20x (PyTorch 2.5 (Debian), NCHW)" in out,
+          "resnet: singularity's median over the fastest peer's median", out)
     check("ResNet-50, batch 8, round 3 of 3" in out and "ResNet-50, batch 8, over 3 rounds" in out,
           "resnet: depth, batch and round in the headings", out)
     lines = out.splitlines()
