@@ -50,7 +50,6 @@ memory channel_memory(const float* p, int C) {
                 const_cast<float*>(p));
 }
 
-
 // One forward / backward call; relu_mask is the workspace when the ReLU is fused (else null).
 void forward(float* out, float* mean, float* var, unsigned char* relu_mask, const float* inp,
              const float* gamma, const float* beta, long M, int C, float eps) {

@@ -11,9 +11,9 @@ round-<k> per round (or the files directly in the work directory, read as one ro
 Prints, for each round, the throughput table (every peer, and its speed as a fraction of the
 fastest) and the SGEMM-peak fraction; over the rounds, each peer's median and the medians of
 Singularity's ratio to the fastest PyTorch and of its peak fraction (the figures to quote, as
-the rounds interleave the peers); and, from the last round, the per-op breakdown of one Singularity step: for each op (the
-matmuls split by call site) calls per step, ms per step (median over the timed steps), share of
-the step, and GFLOP/s (GEMMs, attention) or GB/s (the memory-bound ops); then the sum of the ops
+the rounds interleave the peers); and, from the last round, the per-op breakdown of one
+Singularity step: for each op (the matmuls split by call site) calls per step, ms per step
+(median over the timed steps), share of the step, and GFLOP/s (GEMMs, attention) or GB/s (the memory-bound ops); then the sum of the ops
 against the measured step time and the gap between them (untimed work: zeroing buffers, data
 loading, the trainer's own bookkeeping, threads waking between calls).
 
@@ -59,6 +59,14 @@ def singularity_steps(work):
         if "step" in record and "tokens_per_s" in record:
             steps.append(record)
     return steps
+
+
+def round_dirs(work):
+    """The work directory's round-<k> directories in round order, or the work directory itself
+    (one round, the layout before rounds)."""
+    rounds = sorted((d for d in os.listdir(work) if d.startswith("round-")),
+                    key=lambda d: int(d.split("-", 1)[1]))
+    return [os.path.join(work, d) for d in rounds] or [work]
 
 
 def read_trace(path):
@@ -313,9 +321,7 @@ def main():
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(auto)')}")
     print(f"GPT-2 L={L} C={C} T={T} V={V} batch {a.batch}: {n_params:,} parameters, "
           f"{flops_per_token / 1e6:.1f} MFLOP/token (6N + 6LTC)")
-    rounds = sorted((d for d in os.listdir(work) if d.startswith("round-")),
-                    key=lambda d: int(d.split("-", 1)[1]))
-    dirs = [os.path.join(work, d) for d in rounds] or [work]
+    dirs = round_dirs(work)
     results = []
     for k, rd in enumerate(dirs, 1):
         if len(dirs) > 1:

@@ -21,7 +21,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpt_cpu_report import read_trace, split_steps  # noqa: E402  (the same trace format)
+from gpt_cpu_report import read_trace, round_dirs, split_steps  # noqa: E402  (same layout)
 
 
 def torch_rows(round_dir, depth):
@@ -115,9 +115,7 @@ def print_breakdown(round_dir, depth, warmup):
 def main():
     work, warmup = sys.argv[1], int(sys.argv[2])
     runs = [item.split(":") for item in sys.argv[3].split()]  # depth, batch
-    rounds = sorted((d for d in os.listdir(work) if d.startswith("round-")),
-                    key=lambda d: int(d.split("-", 1)[1]))
-    dirs = [os.path.join(work, d) for d in rounds] or [work]
+    dirs = round_dirs(work)
     print(f"{'':60s} {'images/s':>9s} {'step ms':>9s} {'peak MiB':>9s}")
     for depth, batch in runs:
         per_round = []  # (torch rows, our row)

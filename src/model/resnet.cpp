@@ -120,7 +120,7 @@ size_t ResNet::lay_out(float* arena, int slots) {
     a.out = carve.take(numel(u.conv));
     a.mean = carve.take(static_cast<size_t>(u.conv.K));
     a.var = carve.take(static_cast<size_t>(u.conv.K));
-    if (fused_relu(u)) a.relu_mask = mask_at(carve.take(relu_mask_floats(u)));
+    if (const size_t mask = relu_mask_floats(u)) a.relu_mask = mask_at(carve.take(mask));
     return a;
   };
   // Full recompute: the blocks' units share one set of activations (each position as large as
