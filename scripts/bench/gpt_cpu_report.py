@@ -13,9 +13,10 @@ fastest) and the SGEMM-peak fraction; over the rounds, each peer's median and th
 Singularity's ratio to the fastest PyTorch and of its peak fraction (the figures to quote, as
 the rounds interleave the peers); and, from the last round, the per-op breakdown of one
 Singularity step: for each op (the matmuls split by call site) calls per step, ms per step
-(median over the timed steps), share of the step, and GFLOP/s (GEMMs, attention) or GB/s (the memory-bound ops); then the sum of the ops
-against the measured step time and the gap between them (untimed work: zeroing buffers, data
-loading, the trainer's own bookkeeping, threads waking between calls).
+(median over the timed steps), share of the step, and GFLOP/s (GEMMs, attention) or GB/s (the
+memory-bound ops); then the sum of the ops against the measured step time and the gap between
+them (untimed work: zeroing buffers, data loading, the trainer's own bookkeeping, threads waking
+between calls).
 
 FLOP and byte counts are computed from the model's shape, not measured:
   matmul   2*N*in*out forward, twice that backward (dinp and dweight); the LM head at the
