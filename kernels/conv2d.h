@@ -4,8 +4,9 @@
 // layout PyTorch and torchvision store, so checkpoints hold it as they do.
 //   out[n,p,q,k] = sum_{c in k's group, r, s} inp[n, p*stride - pad + r, q*stride - pad + s, c]
 //                                             * weight[k, c - group_start, r, s]
-// Two implementations: *_reference (plain loops in double, the check for every other one) and
-// the oneDNN one the CPU backend runs (kernels/cpu/conv2d_dnnl.cpp).
+// Three implementations: *_reference (plain loops in double, the check for every other one),
+// the oneDNN one the CPU backend runs (kernels/cpu/conv2d_dnnl.cpp), and Winograd's for the 3x3
+// stride-1 layers, which the oneDNN one hands them to (kernels/cpu/conv2d_winograd.cpp).
 
 namespace sg {
 
@@ -41,6 +42,11 @@ void conv2d_backward_weights(float* dweight,     // (K,C/groups,R,S) +=
 void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                      const float* weight, const Conv2dShape& s);
 
+// SINGULARITY_CONV's value (null when unset): true (the 3x3 stride-1 layers by Winograd) when
+// unset, empty or "winograd", false (every layer by oneDNN) for "direct"; any other value is a
+// RunError saying which exist. The CPU convolution reads it once per process.
+bool winograd_from_env(const char* value);
+
 void conv2d_forward_reference(float* out, const float* inp, const float* weight,
                               const Conv2dShape& s);
 void conv2d_backward_data_reference(float* dinp, const float* dout, const float* weight,
@@ -50,3 +56,24 @@ void conv2d_backward_weights_reference(float* dweight, const float* dout, const 
 
 }  // namespace cpu
 }  // namespace sg
+
+#include "kernels/cpu/isa.h"
+
+namespace sg::cpu::inline SG_CPU_ISA {
+
+// Winograd F(4x4, 3x3) (kernels/cpu/conv2d_winograd.cpp, a dispatched kernel) for the 3x3,
+// stride 1, pad 1, ungrouped convolutions with both channel counts a multiple of 8
+// (winograd_fits): the same contracts as the three passes above, results that differ from the
+// direct convolution's by rounding (the transforms scale by up to 8 and 1/24). The CPU
+// convolution uses it for the shapes where it measured faster than oneDNN's (winograd_applies:
+// those with at least 64 output tiles of 4x4 in the batch).
+bool winograd_fits(const Conv2dShape& s);
+bool winograd_applies(const Conv2dShape& s);
+void conv2d_winograd_forward(float* out, const float* inp, const float* weight,
+                             const Conv2dShape& s);
+void conv2d_winograd_backward_data(float* dinp, const float* dout, const float* weight,
+                                   const Conv2dShape& s);
+void conv2d_winograd_backward_weights(float* dweight, const float* dout, const float* inp,
+                                      const Conv2dShape& s);
+
+}  // namespace sg::cpu::SG_CPU_ISA

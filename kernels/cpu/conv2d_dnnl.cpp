@@ -8,15 +8,24 @@
 // their activations reordered in and out around the call. Measured on 2 AVX2 cores
 // (ResNet-18/50 shapes, forward + both backwards): blocked 3x3 layers are 5-35 % faster even
 // with the reorders, blocked 1x1 layers 0-75 % slower (their reorders cost as much as the GEMM).
+//
+// The 3x3 stride-1 layers with enough tiles go to Winograd's kernel instead (winograd_applies;
+// kernels/cpu/conv2d_winograd.cpp, through the chosen variant's table) unless
+// SINGULARITY_CONV=direct: on ResNet-50's 56x56 to 14x14 layers at batch 8 it took the forward
+// and the input gradient in about half oneDNN's time and the weight gradient in a third to a
+// half (docs/performance.md).
 #include <cblas.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "dnnl_context.h"
 #include "kernels/conv2d.h"
+#include "kernels/cpu/kernel_table.h"
+#include "util/error.h"
 
 namespace sg::cpu {
 namespace {
@@ -183,9 +192,29 @@ void strided_1x1_backward_weights(float* dweight, const float* dout, const float
               sub.data(), s.C, 1.0f, dweight, s.C);
 }
 
+bool winograd_enabled() {
+  static const bool enabled = winograd_from_env(std::getenv("SINGULARITY_CONV"));
+  return enabled;
+}
+
+bool by_winograd(const Conv2dShape& s) { return winograd_applies(s) && winograd_enabled(); }
+
 }  // namespace
 
+bool winograd_from_env(const char* value) {
+  const std::string v = value == nullptr ? "" : value;
+  if (v.empty() || v == "winograd") return true;
+  if (v == "direct") return false;
+  throw RunError("SINGULARITY_CONV=" + v +
+                 " is not a convolution algorithm: use winograd (the default) or direct, or "
+                 "unset it");
+}
+
 void conv2d_forward(float* out, const float* inp, const float* weight, const Conv2dShape& s) {
+  if (by_winograd(s)) {
+    kernels().conv2d_winograd_forward(out, inp, weight, s);
+    return;
+  }
   ConvEntry& c = entry_for(s);
   checked("convolution forward", [&] {
     memory src = as_layout(c.user_src, c.fwd_pd.src_desc(), inp, 0);
@@ -239,6 +268,12 @@ void conv2d_backward_weights(float* dweight, const float* dout, const float* inp
 
 void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                      const float* weight, const Conv2dShape& s) {
+  if (by_winograd(s)) {
+    const KernelTable& k = kernels();
+    if (dweight != nullptr) k.conv2d_winograd_backward_weights(dweight, dout, inp, s);
+    if (dinp != nullptr) k.conv2d_winograd_backward_data(dinp, dout, weight, s);
+    return;
+  }
   ConvEntry& c = entry_for(s);
   checked("convolution backward", [&] {
     // The forward's layouts are the backward passes' too, so dout is reordered once for both.

@@ -11,6 +11,7 @@
 #include "kernels/attention.h"
 #include "kernels/batchnorm.h"
 #include "kernels/classifier_loss.h"
+#include "kernels/conv2d.h"
 #include "kernels/crossentropy.h"
 #include "kernels/encoder.h"
 #include "kernels/gelu.h"
@@ -36,7 +37,9 @@
   X(clip_by_global_norm) X(layernorm_forward) X(layernorm_backward) X(matmul_forward)         \
   X(matmul_backward) X(relu_forward) X(relu_backward) X(add_relu_inplace) X(residual_forward) \
   X(residual_backward) X(add_inplace) X(scale_inplace) X(add_bias) X(sgd_update)             \
-  X(global_avgpool_forward) X(global_avgpool_backward) X(nchw_to_nhwc)
+  X(global_avgpool_forward) X(global_avgpool_backward) X(nchw_to_nhwc)                     \
+  X(conv2d_winograd_forward) X(conv2d_winograd_backward_data)                                \
+  X(conv2d_winograd_backward_weights)
 
 namespace sg::cpu {
 

@@ -1,7 +1,8 @@
 // Convolution: the plain reference's backward passes are the exact adjoints of its forward
 // (checked with dot products, which hold for any linear map), and oneDNN's forward, backward
 // data and backward weights agree with the reference on the shapes ResNet uses (7x7 stride-2
-// stem, 3x3, 1x1 stride-2 downsampling), a grouped convolution and ragged sizes.
+// stem, 3x3, 1x1 stride-2 downsampling), a grouped convolution and ragged sizes. (The 3x3
+// stride-1 layers with channels a multiple of 8 go to Winograd: test_conv2d_winograd.cpp.)
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -23,7 +24,7 @@ std::vector<sg::Conv2dShape> shapes() {
     out.push_back(s);
   };
   add(2, 15, 13, 3, 8, 7, 2, 3, 1);   // stem: 7x7 stride 2 pad 3
-  add(2, 9, 9, 16, 16, 3, 1, 1, 1);   // basic block 3x3
+  add(2, 9, 9, 20, 16, 3, 1, 1, 1);   // 3x3 stride 1, blocked (20 channels: not Winograd's)
   add(1, 10, 10, 8, 16, 3, 2, 1, 1);  // 3x3 stride 2 (bottleneck v1.5)
   add(2, 8, 8, 16, 32, 1, 2, 0, 1);   // 1x1 stride 2 downsample
   add(2, 6, 7, 16, 24, 1, 1, 0, 1);   // 1x1

@@ -1,0 +1,325 @@
+// 3x3 convolutions by Winograd's minimal filtering F(4x4, 3x3) (Lavin and Gray, "Fast
+// Algorithms for Convolutional Neural Networks", 2015). See kernels/conv2d.h for the contract.
+//
+// The output is cut into 4x4 tiles; each reads a 6x6 input patch d. With the fixed matrices
+// B (6x6), G (6x3) and A (6x4) below, one tile of one (input, output) channel pair is
+//   Y = A^T [ (G g G^T) . (B^T d B) ] A        (. elementwise, g the 3x3 filter)
+// which holds exactly in real arithmetic. Summed over the input channels, each of the 36
+// positions of the 6x6 transform domain is a matrix product over channels:
+//   M[p] (tiles x K) = V[p] (tiles x C) U[p] (C x K),  V = B^T d B,  U = G g G^T
+// 36 products of tiles x C x K instead of 9 x 16 per tile: 4x fewer multiplications than the
+// direct convolution, for transforms that cost a few additions per element.
+//
+// The three passes of training, each exact in real arithmetic:
+//   forward           V from the input, U from the weights, out = A^T M A per tile;
+//   input gradient    the forward of dout with the filters flipped and transposed (for stride
+//                     1 and pad 1 the input gradient is that convolution);
+//   weight gradient   the adjoint of the forward in g: dM = A dY A^T from dout,
+//                     dU[p] (C x K) = V[p]^T dM[p], dg += G^T dU G.
+//
+// The products run on oneDNN's sgemm, one position per call on one thread (oneDNN runs
+// single-threaded inside an OpenMP region), so the bits do not depend on the thread count. The
+// transforms run on 8 channels at a time (GCC vector extensions; the baseline copy splits them
+// into SSE halves), hence the channel counts a multiple of 8.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/conv2d.h"
+#include "kernels/cpu/onednn_gemm.h"
+
+// The baseline copy is built without AVX, where GCC warns that passing a 32-byte vector by value
+// has a different ABI; these helpers are internal and inlined, so no call crosses that boundary.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace sg::cpu::inline SG_CPU_ISA {
+namespace {
+
+typedef float v8 __attribute__((vector_size(32)));
+
+inline v8 load8(const float* p) {
+  v8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8(float* p, v8 v) { std::memcpy(p, &v, sizeof v); }
+inline v8 splat(float x) { return v8{x, x, x, x, x, x, x, x}; }
+
+constexpr int kTile = 4;   // output tile edge
+constexpr int kPatch = 6;  // input patch edge
+constexpr int kPos = 36;   // transform-domain positions
+
+// The transformed filters cost 36 C K whatever the batch, the products 36 T C K for T tiles: on
+// 2 AVX2 cores Winograd was level with oneDNN's direct convolution at 32 tiles (ResNet-50's
+// 7x7x512 layers at batch 8, its 14x14x256 at batch 2) and 1.2-2.2x faster from 64 tiles up.
+constexpr long kMinTiles = 64;
+
+// y = B^T x for a column of 6 (x and y with stride `st` in v8 units).
+inline void bt6(const v8* x, v8* y, int sx, int sy) {
+  const v8 four = splat(4.0f), five = splat(5.0f), two = splat(2.0f);
+  const v8 x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx], x4 = x[4 * sx], x5 = x[5 * sx];
+  y[0] = four * x0 - five * x2 + x4;
+  y[sy] = x4 + x3 - four * (x1 + x2);
+  y[2 * sy] = x4 - x3 + four * (x1 - x2);
+  y[3 * sy] = x4 - x2 + two * (x3 - x1);
+  y[4 * sy] = x4 - x2 - two * (x3 - x1);
+  y[5 * sy] = four * x1 - five * x3 + x5;
+}
+
+// y = A^T x: 6 -> 4.
+inline void at6(const v8* x, v8* y, int sx, int sy) {
+  const v8 two = splat(2.0f), four = splat(4.0f), eight = splat(8.0f);
+  const v8 x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx], x4 = x[4 * sx], x5 = x[5 * sx];
+  const v8 s12 = x1 + x2, d12 = x1 - x2, s34 = x3 + x4, d34 = x3 - x4;
+  y[0] = x0 + s12 + s34;
+  y[sy] = d12 + two * d34;
+  y[2 * sy] = s12 + four * s34;
+  y[3 * sy] = d12 + eight * d34 + x5;
+}
+
+// y = A x: 4 -> 6 (the adjoint of at6).
+inline void a4(const v8* x, v8* y, int sx, int sy) {
+  const v8 two = splat(2.0f), four = splat(4.0f), eight = splat(8.0f);
+  const v8 x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx];
+  const v8 e = x0 + x2, o = x1 + x3, e4 = x0 + four * x2, o4 = two * x1 + eight * x3;
+  y[0] = x0;
+  y[sy] = e + o;
+  y[2 * sy] = e - o;
+  y[3 * sy] = e4 + o4;
+  y[4 * sy] = e4 - o4;
+  y[5 * sy] = x3;
+}
+
+// y = G x: 3 -> 6.
+inline void g3(const v8* x, v8* y, int sx, int sy) {
+  const v8 x0 = x[0], x1 = x[sx], x2 = x[2 * sx];
+  const v8 s02 = x0 + x2;
+  y[0] = splat(0.25f) * x0;
+  y[sy] = splat(-1.0f / 6.0f) * (s02 + x1);
+  y[2 * sy] = splat(-1.0f / 6.0f) * (s02 - x1);
+  y[3 * sy] = splat(1.0f / 24.0f) * x0 + splat(1.0f / 12.0f) * x1 + splat(1.0f / 6.0f) * x2;
+  y[4 * sy] = splat(1.0f / 24.0f) * x0 - splat(1.0f / 12.0f) * x1 + splat(1.0f / 6.0f) * x2;
+  y[5 * sy] = x2;
+}
+
+// y = G^T x: 6 -> 3 (the adjoint of g3).
+inline void gt6(const v8* x, v8* y, int sx, int sy) {
+  const v8 x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx], x4 = x[4 * sx], x5 = x[5 * sx];
+  const v8 s12 = x1 + x2, d12 = x1 - x2, s34 = x3 + x4, d34 = x3 - x4;
+  y[0] = splat(0.25f) * x0 - splat(1.0f / 6.0f) * s12 + splat(1.0f / 24.0f) * s34;
+  y[sy] = splat(-1.0f / 6.0f) * d12 + splat(1.0f / 12.0f) * d34;
+  y[2 * sy] = splat(-1.0f / 6.0f) * s12 + splat(1.0f / 6.0f) * s34 + x5;
+}
+
+// Tiles of one image and in all.
+struct Tiling {
+  int th, tw;  // tiles down and across
+  long per_image() const { return static_cast<long>(th) * tw; }
+};
+
+Tiling tiling_of(int P, int Q) { return {(P + kTile - 1) / kTile, (Q + kTile - 1) / kTile}; }
+
+// Scratch areas shared by every shape (one thread issues the ops, so the calls never overlap);
+// they grow to the largest size seen.
+float* scratch(int which, size_t floats) {
+  static std::vector<float> areas[3];
+  std::vector<float>& a = areas[which];
+  if (a.size() < floats) a.resize(floats);
+  return a.data();
+}
+
+// Calls f(t, n, y0, x0, b) for every tile t (output origin y0, x0 in image n) and every block b
+// of 8 out of `channels`, the tiles split between the threads.
+template <class F>
+void for_each_tile(long T, Tiling tl, int channels, F f) {
+#pragma omp parallel for schedule(static)
+  for (long t = 0; t < T; ++t) {
+    const int n = static_cast<int>(t / tl.per_image());
+    const int rest = static_cast<int>(t % tl.per_image());
+    const int y0 = (rest / tl.tw) * kTile, x0 = (rest % tl.tw) * kTile;
+    for (int b = 0; b < channels / 8; ++b) f(t, n, y0, x0, b);
+  }
+}
+
+// Where pixel (n, y, x) of an (N, H, W, C) tensor starts.
+inline long pixel(int n, int y, int x, int H, int W, int C) {
+  return ((static_cast<long>(n) * H + y) * W + x) * C;
+}
+
+// V[p][t][c] = (B^T d B)[p] of tile t's 6x6 patch of x (N,H,W,C), zero outside the image
+// (pad 1 on the top and left; the patches of the last tiles may reach past the bottom and right).
+void input_transform(float* V, const float* x, int N, int H, int W, int C, Tiling tl) {
+  const long T = N * tl.per_image();
+  for_each_tile(T, tl, C, [&](long t, int n, int y0, int x0, int cb) {
+    v8 d[kPatch * kPatch], u[kPatch * kPatch];
+    for (int i = 0; i < kPatch; ++i) {
+      const int yy = y0 - 1 + i;
+      for (int j = 0; j < kPatch; ++j) {
+        const int xx = x0 - 1 + j;
+        d[i * kPatch + j] = (yy >= 0 && yy < H && xx >= 0 && xx < W)
+                                ? load8(x + pixel(n, yy, xx, H, W, C) + cb * 8)
+                                : splat(0.0f);
+      }
+    }
+    for (int j = 0; j < kPatch; ++j) bt6(d + j, u + j, kPatch, kPatch);          // columns
+    for (int i = 0; i < kPatch; ++i) bt6(u + i * kPatch, d + i * kPatch, 1, 1);  // rows
+    for (int p = 0; p < kPos; ++p) store8(V + (p * T + t) * C + cb * 8, d[p]);
+  });
+}
+
+// y (N,P,Q,K) = A^T M A per tile, the parts inside the image.
+void output_transform(float* y, const float* M, int N, int P, int Q, int K, Tiling tl) {
+  const long T = N * tl.per_image();
+  for_each_tile(T, tl, K, [&](long t, int n, int y0, int x0, int kb) {
+    v8 m[kPos], u[kTile * kPatch], o[kTile * kTile];
+    for (int p = 0; p < kPos; ++p) m[p] = load8(M + (p * T + t) * K + kb * 8);
+    for (int j = 0; j < kPatch; ++j) at6(m + j, u + j, kPatch, kPatch);        // columns: 4x6
+    for (int i = 0; i < kTile; ++i) at6(u + i * kPatch, o + i * kTile, 1, 1);  // rows: 4x4
+    for (int i = 0; i < kTile && y0 + i < P; ++i) {
+      for (int j = 0; j < kTile && x0 + j < Q; ++j) {
+        store8(y + pixel(n, y0 + i, x0 + j, P, Q, K) + kb * 8, o[i * kTile + j]);
+      }
+    }
+  });
+}
+
+// dM[p][t][k] = (A dY A^T)[p] of tile t of dy (N,P,Q,K), zero outside the output.
+void output_grad_transform(float* dM, const float* dy, int N, int P, int Q, int K, Tiling tl) {
+  const long T = N * tl.per_image();
+  for_each_tile(T, tl, K, [&](long t, int n, int y0, int x0, int kb) {
+    v8 g[kTile * kTile], u[kPatch * kTile], m[kPos];
+    for (int i = 0; i < kTile; ++i) {
+      for (int j = 0; j < kTile; ++j) {
+        g[i * kTile + j] = (y0 + i < P && x0 + j < Q)
+                               ? load8(dy + pixel(n, y0 + i, x0 + j, P, Q, K) + kb * 8)
+                               : splat(0.0f);
+      }
+    }
+    for (int j = 0; j < kTile; ++j) a4(g + j, u + j, kTile, kTile);            // columns: 6x4
+    for (int i = 0; i < kPatch; ++i) a4(u + i * kTile, m + i * kPatch, 1, 1);  // rows: 6x6
+    for (int p = 0; p < kPos; ++p) store8(dM + (p * T + t) * K + kb * 8, m[p]);
+  });
+}
+
+// U[p][a][b] = (G g G^T)[p] for the filter g joining GEMM row a to column b: the forward's
+// U[p][c][k] from w[k][c] or, with `flip`, the input gradient's U[p][k][c] from w[k][c] turned
+// by 180 degrees. w is (K,C,3,3); `wt` is scratch for it as (3,3,rows,cols).
+void weight_transform(float* U, float* wt, const float* w, int C, int K, bool flip) {
+  const int rows = flip ? K : C, cols = flip ? C : K;
+#pragma omp parallel for schedule(static)
+  for (int k = 0; k < K; ++k) {
+    for (int c = 0; c < C; ++c) {
+      const float* g = w + (static_cast<long>(k) * C + c) * 9;
+      const long at = flip ? static_cast<long>(k) * C + c : static_cast<long>(c) * K + k;
+      for (int rs = 0; rs < 9; ++rs) wt[rs * static_cast<long>(C) * K + at] = g[flip ? 8 - rs : rs];
+    }
+  }
+  const long plane = static_cast<long>(rows) * cols;
+#pragma omp parallel for schedule(static)
+  for (int a = 0; a < rows; ++a) {
+    for (int b = 0; b < cols; b += 8) {
+      v8 g[9], u[kPatch * 3], o[kPos];
+      for (int rs = 0; rs < 9; ++rs) g[rs] = load8(wt + rs * plane + static_cast<long>(a) * cols + b);
+      for (int s = 0; s < 3; ++s) g3(g + s, u + s, 3, 3);                 // columns: 6x3
+      for (int i = 0; i < kPatch; ++i) g3(u + i * 3, o + i * kPatch, 1, 1);  // rows: 6x6
+      for (int p = 0; p < kPos; ++p) store8(U + p * plane + static_cast<long>(a) * cols + b, o[p]);
+    }
+  }
+}
+
+// dw[k][c] += G^T dU[.][c][k] G; `dwt` is scratch for the 3x3 results as (3,3,C,K).
+void weight_grad_transform(float* dw, float* dwt, const float* dU, int C, int K) {
+  const long plane = static_cast<long>(C) * K;
+#pragma omp parallel for schedule(static)
+  for (int c = 0; c < C; ++c) {
+    for (int k = 0; k < K; k += 8) {
+      v8 m[kPos], u[3 * kPatch], o[9];
+      for (int p = 0; p < kPos; ++p) m[p] = load8(dU + p * plane + static_cast<long>(c) * K + k);
+      for (int j = 0; j < kPatch; ++j) gt6(m + j, u + j, kPatch, kPatch);  // columns: 3x6
+      for (int r = 0; r < 3; ++r) gt6(u + r * kPatch, o + r * 3, 1, 1);    // rows: 3x3
+      for (int rs = 0; rs < 9; ++rs) store8(dwt + rs * plane + static_cast<long>(c) * K + k, o[rs]);
+    }
+  }
+#pragma omp parallel for schedule(static)
+  for (int k = 0; k < K; ++k) {
+    for (int c = 0; c < C; ++c) {
+      float* g = dw + (static_cast<long>(k) * C + c) * 9;
+      for (int rs = 0; rs < 9; ++rs) g[rs] += dwt[rs * plane + static_cast<long>(c) * K + k];
+    }
+  }
+}
+
+// The 36 products, one position per call on one thread; product(p) returns oneDNN's status.
+template <class F>
+void per_position(F product) {
+  int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(max : failed)
+  for (int p = 0; p < kPos; ++p) {
+    const int status = product(p);
+    if (status != 0) failed = std::max(failed, status);
+  }
+  if (failed != 0) throw_onednn_sgemm_error(failed);
+}
+
+// out (N,H,W,K) = the 3x3 pad-1 convolution of x (N,H,W,C). The filters are w (wK,wC,3,3):
+// as they are (K = wK, C = wC), or with `flip` turned by 180 degrees and transposed, w[k][c]
+// joining input channel k to output channel c (C = wK, K = wC).
+void winograd_conv(float* out, const float* x, const float* w, int N, int H, int W, int C,
+                   int K, bool flip, int wK, int wC) {
+  const Tiling tl = tiling_of(H, W);
+  const long T = N * tl.per_image();
+  float* V = scratch(0, kPos * T * C);
+  float* M = scratch(1, kPos * T * K);
+  float* U = scratch(2, static_cast<size_t>(kPos + 9) * C * K);
+  weight_transform(U, U + static_cast<long>(kPos) * C * K, w, wC, wK, flip);
+  input_transform(V, x, N, H, W, C, tl);
+  per_position([&](int p) {
+    return onednn_sgemm('N', 'N', T, K, C, V + p * T * C, C, U + p * static_cast<long>(C) * K, K,
+                        0.0f, M + p * T * K, K);
+  });
+  output_transform(out, M, N, H, W, K, tl);
+}
+
+}  // namespace
+
+bool winograd_fits(const Conv2dShape& s) {
+  return s.R == 3 && s.S == 3 && s.stride == 1 && s.pad == 1 && s.groups == 1 && s.C % 8 == 0 &&
+         s.K % 8 == 0;
+}
+
+bool winograd_applies(const Conv2dShape& s) {
+  const Tiling tl = tiling_of(s.P(), s.Q());
+  return winograd_fits(s) && s.N * tl.per_image() >= kMinTiles;
+}
+
+void conv2d_winograd_forward(float* out, const float* inp, const float* weight,
+                             const Conv2dShape& s) {
+  winograd_conv(out, inp, weight, s.N, s.H, s.W, s.C, s.K, false, s.K, s.C);
+}
+
+void conv2d_winograd_backward_data(float* dinp, const float* dout, const float* weight,
+                                   const Conv2dShape& s) {
+  // The convolution of dout (K channels) into C channels with w[k][c] flipped: GEMM rows k.
+  winograd_conv(dinp, dout, weight, s.N, s.H, s.W, s.K, s.C, true, s.K, s.C);
+}
+
+void conv2d_winograd_backward_weights(float* dweight, const float* dout, const float* inp,
+                                      const Conv2dShape& s) {
+  const Tiling tl = tiling_of(s.H, s.W);
+  const long T = s.N * tl.per_image();
+  const long CK = static_cast<long>(s.C) * s.K;
+  float* V = scratch(0, kPos * T * s.C);
+  float* dM = scratch(1, kPos * T * s.K);
+  float* dU = scratch(2, (kPos + 9) * CK);
+  input_transform(V, inp, s.N, s.H, s.W, s.C, tl);
+  output_grad_transform(dM, dout, s.N, s.H, s.W, s.K, tl);
+  per_position([&](int p) {
+    return onednn_sgemm('T', 'N', s.C, s.K, T, V + p * T * s.C, s.C, dM + p * T * s.K, s.K, 0.0f,
+                        dU + p * CK, s.K);
+  });
+  weight_grad_transform(dweight, dU + kPos * CK, dU, s.C, s.K);
+}
+
+}  // namespace sg::cpu::SG_CPU_ISA

@@ -1,0 +1,155 @@
+// Winograd F(4x4, 3x3) convolutions (kernels/cpu/conv2d_winograd.cpp): every instruction-set
+// variant this CPU runs against the float64 reference, for the three passes, on shapes whose
+// tiles fit exactly, overhang the bottom and right edges, or are one tile; the shapes it takes
+// and the ones it leaves to oneDNN; the backend routing the 3x3 stride-1 layers to it; and bits
+// that do not depend on the thread count.
+#include <doctest/doctest.h>
+#include <omp.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/conv2d.h"
+#include "kernels/cpu/kernel_table.h"
+#include "tests/error_of.h"
+#include "tests/kernels/kernel_test_util.h"
+#include "tests/tolerance.h"
+
+using namespace sg::test;
+
+namespace {
+
+sg::Conv2dShape shape3x3(int N, int H, int W, int C, int K) {
+  sg::Conv2dShape s;
+  s.N = N, s.H = H, s.W = W, s.C = C, s.K = K, s.R = 3, s.S = 3, s.stride = 1, s.pad = 1;
+  return s;
+}
+
+std::vector<sg::Conv2dShape> shapes() {
+  return {
+      shape3x3(2, 8, 8, 8, 16),     // tiles fit exactly
+      shape3x3(2, 9, 9, 16, 8),     // a row and a column of tiles mostly outside
+      shape3x3(1, 4, 4, 16, 16),    // one tile
+      shape3x3(3, 7, 7, 24, 16),    // ResNet's last stage: 7x7 in 2x2 tiles
+      shape3x3(1, 14, 13, 8, 24),   // not square
+  };
+}
+
+// The transforms scale by up to 8 (A) and 1/24 (G) and sum 36 products where the direct
+// convolution sums 9, so the fp32 rounding is some 10x the direct kernel's: measured worst
+// 3e-6 absolute on these shapes (outputs of order 1-10); the bound leaves 10x.
+constexpr Tolerance kWinograd{2e-4, 1e-4};
+
+std::vector<const sg::cpu::KernelTable*> runnable_variants() {
+  std::vector<const sg::cpu::KernelTable*> out;
+  for (const auto& v : sg::cpu::kernel_variants()) {
+    if (const auto* t = sg::cpu::kernel_table_for(v.isa)) out.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("winograd conv2d: every variant matches the reference (forward, data, weights +=)") {
+  for (const sg::cpu::KernelTable* k : runnable_variants()) {
+    for (const auto& s : shapes()) {
+      INFO("variant " << k->isa << ", N H W C K = " << s.N << " " << s.H << " " << s.W << " "
+                      << s.C << " " << s.K);
+      REQUIRE(sg::cpu::winograd_fits(s));
+      const auto x = random_floats(static_cast<size_t>(s.in_size()), 21);
+      const auto w = random_floats(static_cast<size_t>(s.weight_size()), 22);
+      const auto dy = random_floats(static_cast<size_t>(s.out_size()), 23);
+      const auto dw0 = random_floats(w.size(), 24);
+      std::vector<float> y(dy.size(), 5.0f), y_ref(dy.size());
+      std::vector<float> dx(x.size(), 5.0f), dx_ref(x.size());
+      std::vector<float> dw = dw0, dw_ref = dw0;
+      k->conv2d_winograd_forward(y.data(), x.data(), w.data(), s);
+      sg::cpu::conv2d_forward_reference(y_ref.data(), x.data(), w.data(), s);
+      CHECK_CLOSE(y.data(), y_ref.data(), y.size(), kWinograd, "out");
+      k->conv2d_winograd_backward_data(dx.data(), dy.data(), w.data(), s);
+      sg::cpu::conv2d_backward_data_reference(dx_ref.data(), dy.data(), w.data(), s);
+      CHECK_CLOSE(dx.data(), dx_ref.data(), dx.size(), kWinograd, "dinp");
+      k->conv2d_winograd_backward_weights(dw.data(), dy.data(), x.data(), s);
+      sg::cpu::conv2d_backward_weights_reference(dw_ref.data(), dy.data(), x.data(), s);
+      CHECK_CLOSE(dw.data(), dw_ref.data(), dw.size(), kWinograd, "dweight");
+    }
+  }
+}
+
+TEST_CASE("winograd conv2d: the shapes it takes, and those the CPU convolution gives it") {
+  CHECK(sg::cpu::winograd_fits(shape3x3(2, 8, 8, 16, 16)));
+  sg::Conv2dShape s = shape3x3(2, 8, 8, 16, 16);
+  s.stride = 2;
+  CHECK_FALSE(sg::cpu::winograd_fits(s));
+  s = shape3x3(2, 8, 8, 16, 16);
+  s.groups = 2;
+  CHECK_FALSE(sg::cpu::winograd_fits(s));
+  s = shape3x3(2, 8, 8, 16, 16);
+  s.pad = 0;
+  CHECK_FALSE(sg::cpu::winograd_fits(s));
+  s = shape3x3(2, 8, 8, 16, 16);
+  s.R = s.S = 1, s.pad = 0;
+  CHECK_FALSE(sg::cpu::winograd_fits(s));
+  CHECK_FALSE(sg::cpu::winograd_fits(shape3x3(2, 8, 8, 4, 16)));  // channels not 8k
+  CHECK_FALSE(sg::cpu::winograd_fits(shape3x3(2, 8, 8, 16, 12)));
+  // Given it from 64 tiles of 4x4 up: ResNet-50 at batch 8 but its last stage (7x7: 32 tiles).
+  CHECK(sg::cpu::winograd_applies(shape3x3(8, 56, 56, 64, 64)));
+  CHECK(sg::cpu::winograd_applies(shape3x3(8, 14, 14, 256, 256)));
+  CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(8, 7, 7, 512, 512)));
+  CHECK(sg::cpu::winograd_applies(shape3x3(16, 7, 7, 512, 512)));
+  CHECK(sg::cpu::winograd_applies(shape3x3(4, 16, 13, 8, 8)));    // 4 x 4 x 4 tiles
+  CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(3, 16, 13, 8, 8)));
+  CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(4, 16, 16, 20, 8)));
+}
+
+TEST_CASE("winograd conv2d: SINGULARITY_CONV chooses it or oneDNN's direct convolution") {
+  CHECK(sg::cpu::winograd_from_env(nullptr));
+  CHECK(sg::cpu::winograd_from_env(""));
+  CHECK(sg::cpu::winograd_from_env("winograd"));
+  CHECK_FALSE(sg::cpu::winograd_from_env("direct"));
+  const std::string e = error_of([] { sg::cpu::winograd_from_env("fft"); });
+  CHECK(e.find("SINGULARITY_CONV=fft") != std::string::npos);
+  CHECK(e.find("winograd (the default) or direct") != std::string::npos);
+}
+
+TEST_CASE("winograd conv2d: the CPU convolution runs the 3x3 stride-1 layers through it") {
+  const auto s = shape3x3(4, 16, 15, 16, 8);
+  REQUIRE(sg::cpu::winograd_applies(s));
+  const auto x = random_floats(static_cast<size_t>(s.in_size()), 31);
+  const auto w = random_floats(static_cast<size_t>(s.weight_size()), 32);
+  const auto dy = random_floats(static_cast<size_t>(s.out_size()), 33);
+  const auto dw0 = random_floats(w.size(), 34);
+  const auto& k = sg::cpu::kernels();
+  std::vector<float> y(dy.size()), y_w(dy.size()), dx(x.size()), dx_w(x.size());
+  std::vector<float> dw = dw0, dw_w = dw0;
+  sg::cpu::conv2d_forward(y.data(), x.data(), w.data(), s);
+  k.conv2d_winograd_forward(y_w.data(), x.data(), w.data(), s);
+  CHECK(y == y_w);
+  sg::cpu::conv2d_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), s);
+  k.conv2d_winograd_backward_data(dx_w.data(), dy.data(), w.data(), s);
+  k.conv2d_winograd_backward_weights(dw_w.data(), dy.data(), x.data(), s);
+  CHECK(dx == dx_w);
+  CHECK(dw == dw_w);
+}
+
+TEST_CASE("winograd conv2d: the same bits on 1 and 3 threads") {
+  const auto s = shape3x3(2, 12, 12, 16, 24);
+  const auto x = random_floats(static_cast<size_t>(s.in_size()), 41);
+  const auto w = random_floats(static_cast<size_t>(s.weight_size()), 42);
+  const auto dy = random_floats(static_cast<size_t>(s.out_size()), 43);
+  const auto& k = sg::cpu::kernels();
+  const int saved = omp_get_max_threads();
+  std::vector<std::vector<float>> runs;
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<float> y(dy.size()), dx(x.size()), dw(w.size(), 0.0f);
+    k.conv2d_winograd_forward(y.data(), x.data(), w.data(), s);
+    k.conv2d_winograd_backward_data(dx.data(), dy.data(), w.data(), s);
+    k.conv2d_winograd_backward_weights(dw.data(), dy.data(), x.data(), s);
+    y.insert(y.end(), dx.begin(), dx.end());
+    y.insert(y.end(), dw.begin(), dw.end());
+    runs.push_back(y);
+  }
+  omp_set_num_threads(saved);
+  CHECK(runs[0] == runs[1]);
+}
