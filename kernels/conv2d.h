@@ -4,9 +4,10 @@
 // layout PyTorch and torchvision store, so checkpoints hold it as they do.
 //   out[n,p,q,k] = sum_{c in k's group, r, s} inp[n, p*stride - pad + r, q*stride - pad + s, c]
 //                                             * weight[k, c - group_start, r, s]
-// Three implementations: *_reference (plain loops in double, the check for every other one),
-// the oneDNN one the CPU backend runs (kernels/cpu/conv2d_dnnl.cpp), and Winograd's for the 3x3
-// stride-1 layers, which the oneDNN one hands them to (kernels/cpu/conv2d_winograd.cpp).
+// Four implementations: *_reference (plain loops in double, the check for every other one),
+// the oneDNN one the CPU backend runs (kernels/cpu/conv2d_dnnl.cpp), and two it hands layers to:
+// Winograd's for the 3x3 stride-1 layers (kernels/cpu/conv2d_winograd.cpp) and matrix products
+// for the 1x1 ones (kernels/cpu/conv2d_gemm.cpp).
 
 namespace sg {
 
@@ -42,10 +43,30 @@ void conv2d_backward_weights(float* dweight,     // (K,C/groups,R,S) +=
 void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                      const float* weight, const Conv2dShape& s);
 
-// SINGULARITY_CONV's value (null when unset): true (the 3x3 stride-1 layers by Winograd) when
-// unset, empty or "winograd", false (every layer by oneDNN) for "direct"; any other value is a
-// RunError saying which exist. The CPU convolution reads it once per process.
-bool winograd_from_env(const char* value);
+// 1x1 pad-0 ungrouped convolutions (conv2d_1x1_fits), any stride, as matrix products on oneDNN's
+// sgemm (kernels/cpu/conv2d_gemm.cpp): the same contracts as the three passes above.
+bool conv2d_1x1_fits(const Conv2dShape& s);
+void conv2d_1x1_forward(float* out, const float* inp, const float* weight, const Conv2dShape& s);
+void conv2d_1x1_backward_data(float* dinp, const float* dout, const float* weight,
+                              const Conv2dShape& s);
+void conv2d_1x1_backward_weights(float* dweight, const float* dout, const float* inp,
+                                 const Conv2dShape& s);
+
+// Which layers the CPU convolution takes off oneDNN's direct kernels: the 3x3 stride-1 ones to
+// Winograd (winograd_applies), the 1x1 ones to a matrix product (conv2d_1x1_fits).
+struct ConvAlgorithms {
+  bool winograd = true;
+  bool gemm_1x1 = true;
+  bool operator==(const ConvAlgorithms&) const = default;
+};
+// SINGULARITY_CONV's value (null when unset): unset, empty or "auto" both; "winograd" or "gemm"
+// only that one; "direct" neither (every layer by oneDNN). Any other value is a RunError saying
+// which exist.
+ConvAlgorithms conv_algorithms_from_env(const char* value);
+// The process's choice: SINGULARITY_CONV's, read on first use, until set_conv_algorithms (tests
+// and benchmarks, between calls) replaces it.
+ConvAlgorithms conv_algorithms();
+void set_conv_algorithms(const ConvAlgorithms& chosen);
 
 void conv2d_forward_reference(float* out, const float* inp, const float* weight,
                               const Conv2dShape& s);

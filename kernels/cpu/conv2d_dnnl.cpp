@@ -9,13 +9,13 @@
 // (ResNet-18/50 shapes, forward + both backwards): blocked 3x3 layers are 5-35 % faster even
 // with the reorders, blocked 1x1 layers 0-75 % slower (their reorders cost as much as the GEMM).
 //
-// The 3x3 stride-1 layers with enough tiles go to Winograd's kernel instead (winograd_applies;
-// kernels/cpu/conv2d_winograd.cpp, through the chosen variant's table) unless
-// SINGULARITY_CONV=direct: on ResNet-50's 56x56 to 14x14 layers at batch 8 it took the forward
-// and the input gradient in about half oneDNN's time and the weight gradient in a third to a
-// half (docs/performance.md).
-#include <cblas.h>
-
+// Two kinds of layer go to other kernels instead, as SINGULARITY_CONV allows (conv2d.h):
+//  - the 3x3 stride-1 layers with enough tiles to Winograd's (winograd_applies;
+//    kernels/cpu/conv2d_winograd.cpp, through the chosen variant's table): on ResNet-50's 56x56
+//    to 14x14 layers at batch 8 it took the forward and the input gradient in about half
+//    oneDNN's time and the weight gradient in a third to a half;
+//  - the 1x1 layers to a matrix product on oneDNN's sgemm (kernels/cpu/conv2d_gemm.cpp),
+//    10-20 % faster inside the ResNet-50 step than oneDNN's jit_1x1 (docs/performance.md).
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -171,48 +171,37 @@ memory& weights_for(const Conv2dShape& s, const float* weight, memory& target) {
   return target;
 }
 
-// A strided 1x1 convolution's weight gradient as one GEMM over the subsampled input:
-// dW (K, C) += dY^T (K, NPQ) X_s (NPQ, C). oneDNN 2.6's jit_1x1 kernel gets this wrong when C is
-// below the SIMD width (measured: C <= 5 on AVX2, errors of order 1); it is only the
-// downsample shortcuts, so the GEMM costs nothing that matters.
-void strided_1x1_backward_weights(float* dweight, const float* dout, const float* inp,
-                                  const Conv2dShape& s) {
-  const int P = s.P(), Q = s.Q();
-  std::vector<float> sub(static_cast<size_t>(s.N) * P * Q * s.C);
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int n = 0; n < s.N; ++n) {
-    for (int p = 0; p < P; ++p) {
-      for (int q = 0; q < Q; ++q) {
-        const float* x = inp + ((static_cast<long>(n) * s.H + p * s.stride) * s.W + q * s.stride) * s.C;
-        std::copy(x, x + s.C, sub.data() + ((static_cast<long>(n) * P + p) * Q + q) * s.C);
-      }
-    }
-  }
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.K, s.C, s.N * P * Q, 1.0f, dout, s.K,
-              sub.data(), s.C, 1.0f, dweight, s.C);
+ConvAlgorithms& chosen_algorithms() {
+  static ConvAlgorithms chosen = conv_algorithms_from_env(std::getenv("SINGULARITY_CONV"));
+  return chosen;
 }
 
-bool winograd_enabled() {
-  static const bool enabled = winograd_from_env(std::getenv("SINGULARITY_CONV"));
-  return enabled;
-}
-
-bool by_winograd(const Conv2dShape& s) { return winograd_applies(s) && winograd_enabled(); }
+bool by_winograd(const Conv2dShape& s) { return chosen_algorithms().winograd && winograd_applies(s); }
+bool by_gemm(const Conv2dShape& s) { return chosen_algorithms().gemm_1x1 && conv2d_1x1_fits(s); }
 
 }  // namespace
 
-bool winograd_from_env(const char* value) {
+ConvAlgorithms conv_algorithms_from_env(const char* value) {
   const std::string v = value == nullptr ? "" : value;
-  if (v.empty() || v == "winograd") return true;
-  if (v == "direct") return false;
+  if (v.empty() || v == "auto") return {true, true};
+  if (v == "winograd") return {true, false};
+  if (v == "gemm") return {false, true};
+  if (v == "direct") return {false, false};
   throw RunError("SINGULARITY_CONV=" + v +
-                 " is not a convolution algorithm: use winograd (the default) or direct, or "
-                 "unset it");
+                 " is not a convolution choice: use auto (the default), winograd, gemm or "
+                 "direct, or unset it");
 }
+
+ConvAlgorithms conv_algorithms() { return chosen_algorithms(); }
+void set_conv_algorithms(const ConvAlgorithms& chosen) { chosen_algorithms() = chosen; }
 
 void conv2d_forward(float* out, const float* inp, const float* weight, const Conv2dShape& s) {
   if (by_winograd(s)) {
     kernels().conv2d_winograd_forward(out, inp, weight, s);
+    return;
+  }
+  if (by_gemm(s)) {
+    conv2d_1x1_forward(out, inp, weight, s);
     return;
   }
   ConvEntry& c = entry_for(s);
@@ -250,9 +239,10 @@ void backward_weights(ConvEntry& c, float* dweight, const memory& diff_dst, cons
   reorder_add(c.diff_weights, memory(weight_desc(s, tag::oihw), engine(), dweight));
 }
 
-bool gemm_weights(const Conv2dShape& s) {
-  return s.R == 1 && s.S == 1 && s.pad == 0 && s.groups == 1 && s.stride > 1;
-}
+// oneDNN 2.6's jit_1x1 backward-weights kernel gets a strided 1x1 convolution wrong when C is
+// below the SIMD width (measured: C <= 5 on AVX2, errors of order 1), so those weight gradients
+// are always the product, SINGULARITY_CONV=direct or not.
+bool gemm_weights(const Conv2dShape& s) { return conv2d_1x1_fits(s) && s.stride > 1; }
 
 }  // namespace
 
@@ -274,13 +264,18 @@ void conv2d_backward(float* dinp, float* dweight, const float* dout, const float
     if (dinp != nullptr) k.conv2d_winograd_backward_data(dinp, dout, weight, s);
     return;
   }
+  if (by_gemm(s)) {
+    if (dweight != nullptr) conv2d_1x1_backward_weights(dweight, dout, inp, s);
+    if (dinp != nullptr) conv2d_1x1_backward_data(dinp, dout, weight, s);
+    return;
+  }
   ConvEntry& c = entry_for(s);
   checked("convolution backward", [&] {
     // The forward's layouts are the backward passes' too, so dout is reordered once for both.
     memory diff_dst = as_layout(c.user_dst, c.bwd_data_pd.diff_dst_desc(), dout, 0);
     if (dweight != nullptr) {
       if (gemm_weights(s)) {
-        strided_1x1_backward_weights(dweight, dout, inp, s);
+        conv2d_1x1_backward_weights(dweight, dout, inp, s);
       } else {
         backward_weights(c, dweight, diff_dst, inp, s);
       }

@@ -203,50 +203,37 @@ void output_grad_transform(float* dM, const float* dy, int N, int P, int Q, int 
   });
 }
 
-// U[p][a][b] = (G g G^T)[p] for the filter g joining GEMM row a to column b: the forward's
-// U[p][c][k] from w[k][c] or, with `flip`, the input gradient's U[p][k][c] from w[k][c] turned
-// by 180 degrees. w is (K,C,3,3); `wt` is scratch for it as (3,3,rows,cols).
-void weight_transform(float* U, float* wt, const float* w, int C, int K, bool flip) {
-  const int rows = flip ? K : C, cols = flip ? C : K;
+// U[p][k][c] = (G g G^T)[p] for the filter g = w[k][c] (K,C,3,3), with `flip` turned by 180
+// degrees. Each task is 8 filters side by side in memory (72 floats), transformed in the lanes.
+void weight_transform(float* U, const float* w, int K, int C, bool flip) {
+  const long plane = static_cast<long>(K) * C;
 #pragma omp parallel for schedule(static)
-  for (int k = 0; k < K; ++k) {
-    for (int c = 0; c < C; ++c) {
-      const float* g = w + (static_cast<long>(k) * C + c) * 9;
-      const long at = flip ? static_cast<long>(k) * C + c : static_cast<long>(c) * K + k;
-      for (int rs = 0; rs < 9; ++rs) wt[rs * static_cast<long>(C) * K + at] = g[flip ? 8 - rs : rs];
+  for (long f = 0; f < plane; f += 8) {
+    float raw[72];
+    std::memcpy(raw, w + f * 9, sizeof raw);
+    v8 g[9] = {}, u[kPatch * 3], o[kPos];
+    for (int rs = 0; rs < 9; ++rs) {
+      const int from = flip ? 8 - rs : rs;
+      for (int j = 0; j < 8; ++j) g[rs][j] = raw[j * 9 + from];
     }
-  }
-  const long plane = static_cast<long>(rows) * cols;
-#pragma omp parallel for schedule(static)
-  for (int a = 0; a < rows; ++a) {
-    for (int b = 0; b < cols; b += 8) {
-      v8 g[9], u[kPatch * 3], o[kPos];
-      for (int rs = 0; rs < 9; ++rs) g[rs] = load8(wt + rs * plane + static_cast<long>(a) * cols + b);
-      for (int s = 0; s < 3; ++s) g3(g + s, u + s, 3, 3);                 // columns: 6x3
-      for (int i = 0; i < kPatch; ++i) g3(u + i * 3, o + i * kPatch, 1, 1);  // rows: 6x6
-      for (int p = 0; p < kPos; ++p) store8(U + p * plane + static_cast<long>(a) * cols + b, o[p]);
-    }
+    for (int s = 0; s < 3; ++s) g3(g + s, u + s, 3, 3);                    // columns: 6x3
+    for (int i = 0; i < kPatch; ++i) g3(u + i * 3, o + i * kPatch, 1, 1);  // rows: 6x6
+    for (int p = 0; p < kPos; ++p) store8(U + p * plane + f, o[p]);
   }
 }
 
-// dw[k][c] += G^T dU[.][c][k] G; `dwt` is scratch for the 3x3 results as (3,3,C,K).
-void weight_grad_transform(float* dw, float* dwt, const float* dU, int C, int K) {
-  const long plane = static_cast<long>(C) * K;
+// dw[k][c] += G^T dU[.][k][c] G for the (K,C,3,3) weight gradient, 8 filters a task.
+void weight_grad_transform(float* dw, const float* dU, int K, int C) {
+  const long plane = static_cast<long>(K) * C;
 #pragma omp parallel for schedule(static)
-  for (int c = 0; c < C; ++c) {
-    for (int k = 0; k < K; k += 8) {
-      v8 m[kPos], u[3 * kPatch], o[9];
-      for (int p = 0; p < kPos; ++p) m[p] = load8(dU + p * plane + static_cast<long>(c) * K + k);
-      for (int j = 0; j < kPatch; ++j) gt6(m + j, u + j, kPatch, kPatch);  // columns: 3x6
-      for (int r = 0; r < 3; ++r) gt6(u + r * kPatch, o + r * 3, 1, 1);    // rows: 3x3
-      for (int rs = 0; rs < 9; ++rs) store8(dwt + rs * plane + static_cast<long>(c) * K + k, o[rs]);
-    }
-  }
-#pragma omp parallel for schedule(static)
-  for (int k = 0; k < K; ++k) {
-    for (int c = 0; c < C; ++c) {
-      float* g = dw + (static_cast<long>(k) * C + c) * 9;
-      for (int rs = 0; rs < 9; ++rs) g[rs] += dwt[rs * plane + static_cast<long>(c) * K + k];
+  for (long f = 0; f < plane; f += 8) {
+    v8 m[kPos], u[3 * kPatch], o[9];
+    for (int p = 0; p < kPos; ++p) m[p] = load8(dU + p * plane + f);
+    for (int j = 0; j < kPatch; ++j) gt6(m + j, u + j, kPatch, kPatch);  // columns: 3x6
+    for (int r = 0; r < 3; ++r) gt6(u + r * kPatch, o + r * 3, 1, 1);    // rows: 3x3
+    float* g = dw + f * 9;
+    for (int j = 0; j < 8; ++j) {
+      for (int rs = 0; rs < 9; ++rs) g[j * 9 + rs] += o[rs][j];
     }
   }
 }
@@ -263,21 +250,25 @@ void per_position(F product) {
   if (failed != 0) throw_onednn_sgemm_error(failed);
 }
 
-// out (N,H,W,K) = the 3x3 pad-1 convolution of x (N,H,W,C). The filters are w (wK,wC,3,3):
-// as they are (K = wK, C = wC), or with `flip` turned by 180 degrees and transposed, w[k][c]
-// joining input channel k to output channel c (C = wK, K = wC).
+// out (N,H,W,K) = the 3x3 pad-1 convolution of x (N,H,W,C) by the filters w (K,C,3,3) or, with
+// `flip`, by the filters w (C,K,3,3) turned by 180 degrees and transposed (w[c][k] joining input
+// channel c to output channel k). U[p] holds w's first index in rows either way, so the product
+// takes it transposed for the forward.
 void winograd_conv(float* out, const float* x, const float* w, int N, int H, int W, int C,
-                   int K, bool flip, int wK, int wC) {
+                   int K, bool flip) {
   const Tiling tl = tiling_of(H, W);
   const long T = N * tl.per_image();
+  const long CK = static_cast<long>(C) * K;
   float* V = scratch(0, kPos * T * C);
   float* M = scratch(1, kPos * T * K);
-  float* U = scratch(2, static_cast<size_t>(kPos + 9) * C * K);
-  weight_transform(U, U + static_cast<long>(kPos) * C * K, w, wC, wK, flip);
+  float* U = scratch(2, kPos * CK);
+  weight_transform(U, w, flip ? C : K, flip ? K : C, flip);
   input_transform(V, x, N, H, W, C, tl);
   per_position([&](int p) {
-    return onednn_sgemm('N', 'N', T, K, C, V + p * T * C, C, U + p * static_cast<long>(C) * K, K,
-                        0.0f, M + p * T * K, K);
+    return flip ? onednn_sgemm('N', 'N', T, K, C, V + p * T * C, C, U + p * CK, K, 0.0f,
+                               M + p * T * K, K)
+                : onednn_sgemm('N', 'T', T, K, C, V + p * T * C, C, U + p * CK, C, 0.0f,
+                               M + p * T * K, K);
   });
   output_transform(out, M, N, H, W, K, tl);
 }
@@ -296,13 +287,13 @@ bool winograd_applies(const Conv2dShape& s) {
 
 void conv2d_winograd_forward(float* out, const float* inp, const float* weight,
                              const Conv2dShape& s) {
-  winograd_conv(out, inp, weight, s.N, s.H, s.W, s.C, s.K, false, s.K, s.C);
+  winograd_conv(out, inp, weight, s.N, s.H, s.W, s.C, s.K, false);
 }
 
 void conv2d_winograd_backward_data(float* dinp, const float* dout, const float* weight,
                                    const Conv2dShape& s) {
   // The convolution of dout (K channels) into C channels with w[k][c] flipped: GEMM rows k.
-  winograd_conv(dinp, dout, weight, s.N, s.H, s.W, s.K, s.C, true, s.K, s.C);
+  winograd_conv(dinp, dout, weight, s.N, s.H, s.W, s.K, s.C, true);
 }
 
 void conv2d_winograd_backward_weights(float* dweight, const float* dout, const float* inp,
@@ -312,14 +303,14 @@ void conv2d_winograd_backward_weights(float* dweight, const float* dout, const f
   const long CK = static_cast<long>(s.C) * s.K;
   float* V = scratch(0, kPos * T * s.C);
   float* dM = scratch(1, kPos * T * s.K);
-  float* dU = scratch(2, (kPos + 9) * CK);
+  float* dU = scratch(2, kPos * CK);
   input_transform(V, inp, s.N, s.H, s.W, s.C, tl);
   output_grad_transform(dM, dout, s.N, s.H, s.W, s.K, tl);
-  per_position([&](int p) {
-    return onednn_sgemm('T', 'N', s.C, s.K, T, V + p * T * s.C, s.C, dM + p * T * s.K, s.K, 0.0f,
-                        dU + p * CK, s.K);
+  per_position([&](int p) {  // dU[p] (K x C) = dM[p]^T V[p]
+    return onednn_sgemm('T', 'N', s.K, s.C, T, dM + p * T * s.K, s.K, V + p * T * s.C, s.C, 0.0f,
+                        dU + p * CK, s.C);
   });
-  weight_grad_transform(dweight, dU + kPos * CK, dU, s.C, s.K);
+  weight_grad_transform(dweight, dU, s.K, s.C);
 }
 
 }  // namespace sg::cpu::SG_CPU_ISA

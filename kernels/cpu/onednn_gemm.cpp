@@ -18,7 +18,7 @@ int onednn_sgemm(char transa, char transb, long M, long N, long K, const float* 
 
 void throw_onednn_sgemm_error(int status) {  // bad arguments: a bug here, never the user's input
   throw RunError("oneDNN's sgemm failed (status " + std::to_string(status) +
-                 ") in the language-model head's product; please report it with the job spec");
+                 ") in a matrix product; please report it with the job spec");
 }
 
 }  // namespace sg::cpu

@@ -2,12 +2,14 @@
 // (checked with dot products, which hold for any linear map), and oneDNN's forward, backward
 // data and backward weights agree with the reference on the shapes ResNet uses (7x7 stride-2
 // stem, 3x3, 1x1 stride-2 downsampling), a grouped convolution and ragged sizes. (The 3x3
-// stride-1 layers with channels a multiple of 8 go to Winograd: test_conv2d_winograd.cpp.)
+// stride-1 layers and the 1x1 ones the backend gives to other kernels are tested in
+// test_conv2d_winograd.cpp and test_conv2d_gemm.cpp; here every layer runs through oneDNN.)
 #include <doctest/doctest.h>
 
 #include <vector>
 
 #include "kernels/conv2d.h"
+#include "tests/kernels/conv_algorithms_scope.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/tolerance.h"
 
@@ -80,6 +82,7 @@ TEST_CASE("conv2d reference: one output by hand (padding, stride, group)") {
 }
 
 TEST_CASE("conv2d through oneDNN matches the reference: forward, backward data, weights (+=)") {
+  const ConvAlgorithmsScope direct(kDirect);
   for (const auto& s : shapes()) {
     CAPTURE(s.R);
     CAPTURE(s.stride);

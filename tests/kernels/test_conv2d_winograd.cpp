@@ -11,7 +11,7 @@
 
 #include "kernels/conv2d.h"
 #include "kernels/cpu/kernel_table.h"
-#include "tests/error_of.h"
+#include "tests/kernels/conv_algorithms_scope.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/tolerance.h"
 
@@ -102,19 +102,10 @@ TEST_CASE("winograd conv2d: the shapes it takes, and those the CPU convolution g
   CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(4, 16, 16, 20, 8)));
 }
 
-TEST_CASE("winograd conv2d: SINGULARITY_CONV chooses it or oneDNN's direct convolution") {
-  CHECK(sg::cpu::winograd_from_env(nullptr));
-  CHECK(sg::cpu::winograd_from_env(""));
-  CHECK(sg::cpu::winograd_from_env("winograd"));
-  CHECK_FALSE(sg::cpu::winograd_from_env("direct"));
-  const std::string e = error_of([] { sg::cpu::winograd_from_env("fft"); });
-  CHECK(e.find("SINGULARITY_CONV=fft") != std::string::npos);
-  CHECK(e.find("winograd (the default) or direct") != std::string::npos);
-}
-
 TEST_CASE("winograd conv2d: the CPU convolution runs the 3x3 stride-1 layers through it") {
   const auto s = shape3x3(4, 16, 15, 16, 8);
   REQUIRE(sg::cpu::winograd_applies(s));
+  const ConvAlgorithmsScope scope(sg::cpu::ConvAlgorithms{true, true});
   const auto x = random_floats(static_cast<size_t>(s.in_size()), 31);
   const auto w = random_floats(static_cast<size_t>(s.weight_size()), 32);
   const auto dy = random_floats(static_cast<size_t>(s.out_size()), 33);
