@@ -401,22 +401,21 @@ void ResNet::backward(int slot, float* grads, const float* params, const MicroBa
     const long n_out = block.units.back().rows() * block.units.back().conv.K;
     const long n_in = static_cast<long>(block.units.front().conv.in_size());
     be.relu_backward(g, acts[n_units - 1].out, g, n_out);  // g: the gradient of the sum
-    // The shortcut: the block input's gradient starts as the identity's (or the downsample's).
-    if (block.downsample) {
-      unit_backward(block.shortcut, acts.back(), g, x, other, grads, params);
-    } else {
-      be.copy(other, g, static_cast<size_t>(n_in) * sizeof(float));
-    }
-    // The main branch, last unit first; its gradients ping-pong between c and d.
+    // The downsample shortcut's input gradient starts the block input's.
+    if (block.downsample) unit_backward(block.shortcut, acts.back(), g, x, other, grads, params);
+    // The main branch, last unit first; its gradients ping-pong between c and d, and with an
+    // identity shortcut the first unit's lands in `other`, which is free until then (g, the
+    // identity's gradient, is only read by the units: the last one has no ReLU to apply in place).
     float* dy = g;
     float* spare[2] = {grad_c_, grad_d_};
     for (size_t i = n_units; i-- > 0;) {
       const float* unit_in = i > 0 ? acts[i - 1].out : x;
-      float* dx = spare[i % 2];
+      float* dx = i == 0 && !block.downsample ? other : spare[i % 2];
       unit_backward(block.units[i], acts[i], dy, unit_in, dx, grads, params);
       dy = dx;
     }
-    be.add_inplace(other, dy, n_in);  // the first unit's input gradient joins the shortcut's
+    // The two paths' gradients summed (the same bits either way round).
+    be.add_inplace(other, block.downsample ? dy : g, n_in);
     ready(block.tensors);
     std::swap(g, other);  // g: the gradient of this block's input = the previous block's output
   }
