@@ -1,11 +1,15 @@
-// The 3x3 stride-1 convolutions of ResNet-50 (and ResNet-18/34: the same shapes), each pass
-// through oneDNN's direct kernels and through Winograd F(4x4, 3x3): not a test (timings are
-// machine-dependent). Medians of REPS calls after one warm-up, on the threads OpenMP gives.
+// The convolutions the CPU backend takes off oneDNN's direct kernels, each pass both ways: not a
+// test (timings are machine-dependent). Medians of kReps calls after one warm-up, on the threads
+// OpenMP gives.
+//  - ResNet-50's 3x3 stride-1 layers (and ResNet-18/34's: the same shapes): oneDNN's direct
+//    kernels against Winograd F(4x4, 3x3);
+//  - its stride-1 1x1 layers (the bottlenecks' and the first stage's shortcut): oneDNN's jit_1x1
+//    against one sgemm per pass.
 //
 //   conv_bench [BATCH ...]        # default: 8; e.g. conv_bench 4 8 16
 //
-// Prints a Markdown table: per shape and batch, the output tiles, ms per call of each pass both
-// ways, and direct / Winograd.
+// Prints two Markdown tables: per shape and batch, ms per call of each pass both ways, and
+// direct / the other.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -44,17 +48,37 @@ std::vector<float> random_floats(long n, unsigned seed) {
   return v;
 }
 
+// ms per call of the forward, the input gradient and the weight gradient.
+struct Passes {
+  double fwd, data, weights;
+};
+
+Passes time_passes(const sg::Conv2dShape& s, const sg::cpu::ConvAlgorithms& chosen) {
+  sg::cpu::set_conv_algorithms(chosen);
+  const auto x = random_floats(s.in_size(), 1), w = random_floats(s.weight_size(), 2);
+  const auto dy = random_floats(s.out_size(), 3);
+  std::vector<float> y(dy.size()), dx(x.size()), dw(w.size());
+  return {median_ms([&] { sg::cpu::conv2d_forward(y.data(), x.data(), w.data(), s); }),
+          median_ms([&] { sg::cpu::conv2d_backward_data(dx.data(), dy.data(), w.data(), s); }),
+          median_ms([&] { sg::cpu::conv2d_backward_weights(dw.data(), dy.data(), x.data(), s); })};
+}
+
+void print_row(const std::string& head, const Passes& d, const Passes& g) {
+  std::printf("| %s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.2fx / %.2fx / %.2fx |\n",
+              head.c_str(), d.fwd, d.data, d.weights, g.fwd, g.data, g.weights, d.fwd / g.fwd,
+              d.data / g.data, d.weights / g.weights);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   sg::reexec_with_best_blas_core(argv);
-  // The CPU convolution then runs every shape through oneDNN; Winograd is called directly.
-  setenv("SINGULARITY_CONV", "direct", 1);
   std::vector<int> batches;
   for (int i = 1; i < argc; ++i) batches.push_back(std::atoi(argv[i]));
   if (batches.empty()) batches.push_back(8);
-  const auto& k = sg::cpu::kernels();
-  std::printf("kernels %s; ms per call, median of %d\n\n", k.isa, kReps);
+  const sg::cpu::ConvAlgorithms direct{false, false}, winograd{true, false}, gemm{false, true};
+  std::printf("kernels %s; ms per call, median of %d\n\n", sg::cpu::kernels().isa, kReps);
   std::printf("| batch | HxW | C=K | tiles | direct fwd / data / weights | Winograd fwd / data / "
               "weights | direct / Winograd |\n|---|---|---|---|---|---|---|\n");
   const int layers[][2] = {{56, 64}, {28, 128}, {14, 256}, {7, 512}};
@@ -62,27 +86,38 @@ int main(int argc, char** argv) {
     for (const auto& layer : layers) {
       sg::Conv2dShape s;
       s.N = batch, s.H = s.W = layer[0], s.C = s.K = layer[1], s.R = s.S = 3, s.pad = 1;
+      // Winograd's kernels called whatever winograd_applies says, to show where it pays.
+      const Passes d = time_passes(s, direct);
+      sg::cpu::set_conv_algorithms(winograd);
+      const auto& k = sg::cpu::kernels();
       const auto x = random_floats(s.in_size(), 1), w = random_floats(s.weight_size(), 2);
       const auto dy = random_floats(s.out_size(), 3);
       std::vector<float> y(dy.size()), dx(x.size()), dw(w.size());
-      const double d[3] = {
-          median_ms([&] { sg::cpu::conv2d_forward(y.data(), x.data(), w.data(), s); }),
-          median_ms([&] { sg::cpu::conv2d_backward_data(dx.data(), dy.data(), w.data(), s); }),
-          median_ms([&] {
-            sg::cpu::conv2d_backward_weights(dw.data(), dy.data(), x.data(), s);
-          })};
-      const double g[3] = {
+      const Passes g{
           median_ms([&] { k.conv2d_winograd_forward(y.data(), x.data(), w.data(), s); }),
           median_ms([&] { k.conv2d_winograd_backward_data(dx.data(), dy.data(), w.data(), s); }),
           median_ms([&] {
             k.conv2d_winograd_backward_weights(dw.data(), dy.data(), x.data(), s);
           })};
       const long tiles = static_cast<long>(batch) * ((s.P() + 3) / 4) * ((s.Q() + 3) / 4);
-      std::printf("| %d | %dx%d | %d | %ld%s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | "
-                  "%.2fx / %.2fx / %.2fx |\n",
-                  batch, s.H, s.W, s.C, tiles, sg::cpu::winograd_applies(s) ? "" : " (direct)",
-                  d[0], d[1], d[2], g[0], g[1], g[2], d[0] / g[0], d[1] / g[1], d[2] / g[2]);
-      std::fflush(stdout);
+      print_row(std::to_string(batch) + " | " + std::to_string(s.H) + "x" + std::to_string(s.W) +
+                    " | " + std::to_string(s.C) + " | " + std::to_string(tiles) +
+                    (sg::cpu::winograd_applies(s) ? "" : " (direct)"),
+                d, g);
+    }
+  }
+  std::printf("\n| batch | HxW | C -> K | direct fwd / data / weights | product fwd / data / "
+              "weights | direct / product |\n|---|---|---|---|---|---|\n");
+  const int pointwise[][3] = {{56, 64, 64},    {56, 64, 256},   {56, 256, 64},  {28, 128, 512},
+                              {28, 512, 128},  {14, 256, 1024}, {14, 1024, 256}, {7, 512, 2048},
+                              {7, 2048, 512}};
+  for (int batch : batches) {
+    for (const auto& layer : pointwise) {
+      sg::Conv2dShape s;
+      s.N = batch, s.H = s.W = layer[0], s.C = layer[1], s.K = layer[2];
+      print_row(std::to_string(batch) + " | " + std::to_string(s.H) + "x" + std::to_string(s.W) +
+                    " | " + std::to_string(s.C) + " -> " + std::to_string(s.K),
+                time_passes(s, direct), time_passes(s, gemm));
     }
   }
 }
