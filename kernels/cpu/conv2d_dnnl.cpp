@@ -15,7 +15,8 @@
 //    to 14x14 layers at batch 8 it took the forward and the input gradient in about half
 //    oneDNN's time and the weight gradient in a third to a half;
 //  - the 1x1 layers to a matrix product on oneDNN's sgemm (kernels/cpu/conv2d_gemm.cpp),
-//    10-20 % faster inside the ResNet-50 step than oneDNN's jit_1x1 (docs/performance.md).
+//    5-16 % faster per pass inside the ResNet-50 step than oneDNN's jit_1x1
+//    (docs/performance.md).
 #include <algorithm>
 #include <array>
 #include <cstdlib>
