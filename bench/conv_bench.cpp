@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   std::vector<int> batches;
   for (int i = 1; i < argc; ++i) batches.push_back(std::atoi(argv[i]));
   if (batches.empty()) batches.push_back(8);
-  const sg::cpu::ConvAlgorithms direct{false, false}, winograd{true, false}, gemm{false, true};
+  const sg::cpu::ConvAlgorithms direct{false, false}, gemm{false, true};
   std::printf("kernels %s; ms per call, median of %d\n\n", sg::cpu::kernels().isa, kReps);
   std::printf("| batch | HxW | C=K | tiles | direct fwd / data / weights | Winograd fwd / data / "
               "weights | direct / Winograd |\n|---|---|---|---|---|---|---|\n");
@@ -88,7 +88,6 @@ int main(int argc, char** argv) {
       s.N = batch, s.H = s.W = layer[0], s.C = s.K = layer[1], s.R = s.S = 3, s.pad = 1;
       // Winograd's kernels called whatever winograd_applies says, to show where it pays.
       const Passes d = time_passes(s, direct);
-      sg::cpu::set_conv_algorithms(winograd);
       const auto& k = sg::cpu::kernels();
       const auto x = random_floats(s.in_size(), 1), w = random_floats(s.weight_size(), 2);
       const auto dy = random_floats(s.out_size(), 3);

@@ -26,6 +26,7 @@
 #include "dnnl_context.h"
 #include "kernels/conv2d.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/scratch.h"
 #include "util/error.h"
 
 namespace sg::cpu {
@@ -138,9 +139,7 @@ ConvEntry& entry_for(const Conv2dShape& s) {
 // one at a time, so they never overlap. They grow to the largest activation seen.
 float* scratch(int which, size_t bytes) {
   static std::vector<float> areas[2];
-  std::vector<float>& a = areas[which];
-  if (a.size() * sizeof(float) < bytes) a.resize((bytes + sizeof(float) - 1) / sizeof(float));
-  return a.data();
+  return detail::grown(areas[which], (bytes + sizeof(float) - 1) / sizeof(float));
 }
 
 // The caller's NHWC tensor `data` as the primitive wants it (`want`): the same memory when the

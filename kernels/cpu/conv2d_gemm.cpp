@@ -19,6 +19,7 @@
 
 #include "kernels/conv2d.h"
 #include "kernels/cpu/onednn_gemm.h"
+#include "kernels/cpu/scratch.h"
 
 namespace sg::cpu {
 namespace {
@@ -31,8 +32,7 @@ void check(int status) {
 // time. It grows to the largest size seen.
 float* scratch(size_t floats) {
   static std::vector<float> area;
-  if (area.size() < floats) area.resize(floats);
-  return area.data();
+  return detail::grown(area, floats);
 }
 
 // x as the product's (M, C) left side: itself at stride 1, else the input pixels under the
