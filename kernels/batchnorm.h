@@ -4,26 +4,35 @@
 // PyTorch: running = (1 - momentum) running + momentum * batch, with the unbiased variance.
 // Evaluation is batchnorm_normalize with the running statistics.
 //   out = (x - mean) / sqrt(var + eps) * gamma + beta
-// The fused pair (batchnorm_forward_train / batchnorm_backward) is what a replica runs alone
-// (oneDNN on the CPU). The split functions compute the same with the per-channel sums exposed,
-// so synchronised batch norm can all-reduce them over the replicas between the calls; they are
-// also the reference the fused pair is tested against. Sums are in double.
+// The fused pair (batchnorm_forward_train / batchnorm_backward) is what a replica runs alone.
+// The split functions compute the same with the per-channel sums exposed, so synchronised batch
+// norm can all-reduce them over the replicas between the calls. Sums are in double.
 //   dx = gamma / sqrt(var + eps) * (dy - sum(dy)/count - xhat * sum(dy * xhat)/count)
 
 #include <cstddef>
 
 #include "kernels/cpu/isa.h"
 
-// oneDNN's (kernels/cpu/batchnorm_dnnl.cpp), compiled once: oneDNN picks its own instructions.
-namespace sg::cpu {
+// Hand-written loops (kernels/cpu/batchnorm.cpp), one copy per instruction-set variant.
+namespace sg::cpu::inline SG_CPU_ISA {
 
+// The fused pair: the split functions' passes below with the sums kept inside (the forward
+// reads inp twice, the backward inp and dout twice). With `relu` the ReLU that follows is fused
+// in: out = max(0, batch norm of inp), and the backward takes dout as the gradient of that output
+// and masks it where the batch norm of inp is not positive, recomputed from inp, gamma and beta
+// exactly as the forward computed it (so beta must be the forward's; unused without `relu`).
+// A non-null `residual` is added before the ReLU: out = max(0, batch norm of inp + residual),
+// bit for bit the batch norm then add_relu_inplace; its backward is the pair's without `relu`
+// (the ReLU's mask then depends on the residual: add_relu_backward applies it).
+// The fused pair with `relu` is bit for bit the unfused pair with ReLU passes around it.
 void batchnorm_forward_train(float* out,          // (M,C) =
                              float* mean,         // (C) batch mean, saved for backward
                              float* var,          // (C) batch variance (biased), saved
                              const float* inp,    // (M,C)
                              const float* gamma,  // (C)
                              const float* beta,   // (C)
-                             long M, int C, float eps);
+                             const float* residual,  // (M,C) added before the ReLU, or null
+                             long M, int C, float eps, bool relu);
 void batchnorm_backward(float* dinp,         // (M,C) =
                         float* dgamma,       // (C) +=
                         float* dbeta,        // (C) +=
@@ -32,32 +41,8 @@ void batchnorm_backward(float* dinp,         // (M,C) =
                         const float* mean,   // (C)
                         const float* var,    // (C)
                         const float* gamma,  // (C)
-                        long M, int C, float eps);
-
-// The same pair with the ReLU that follows the batch norm fused in (oneDNN's fuse_norm_relu):
-// out = max(0, batch norm of inp), and the backward takes dout as the gradient of that output.
-// The forward writes a mask for the backward to `relu_mask` (batchnorm_relu_mask_bytes(M, C)
-// bytes, oneDNN's workspace: 1 bit per element with its jit kernels); it saves the separate
-// ReLU passes (measured on ResNet-50's 33 batch-norm + ReLU pairs, 2 AVX2 threads: 68 ms a step
-// separate, 50 ms fused).
-size_t batchnorm_relu_mask_bytes(long M, int C);
-void batchnorm_relu_forward_train(float* out,                // (M,C) =
-                                  float* mean, float* var,   // (C) =, saved for backward
-                                  unsigned char* relu_mask,  // = (see above)
-                                  const float* inp, const float* gamma, const float* beta,
-                                  long M, int C, float eps);
-void batchnorm_relu_backward(float* dinp,                     // (M,C) =
-                             float* dgamma, float* dbeta,     // (C) +=
-                             const float* dout,               // (M,C) gradient of relu(bn)
-                             const float* inp,                // (M,C)
-                             const unsigned char* relu_mask,  // the forward's
-                             const float* mean, const float* var, const float* gamma, long M,
-                             int C, float eps);
-
-}  // namespace sg::cpu
-
-// Hand-written loops (kernels/cpu/batchnorm.cpp), one copy per instruction-set variant.
-namespace sg::cpu::inline SG_CPU_ISA {
+                        const float* beta,   // (C) the forward's (read with `relu` only)
+                        long M, int C, float eps, bool relu);
 
 // sums[c] = sum_m inp[m,c], sums[C+c] = sum_m inp[m,c]^2.
 void batchnorm_sums(double* sums,  // (2C) =

@@ -2,7 +2,9 @@
 // ReLU: out = max(inp, 0). Backward from the output: dinp = dout where out > 0, else 0.
 // Written with = and safe in place (dinp may be dout, out may be inp): the networks that use
 // it keep one tensor per activation. add_relu_inplace: out = max(out + in, 0), a residual sum
-// and its ReLU in one pass (bit for bit add_inplace then relu_forward).
+// and its ReLU in one pass (bit for bit add_inplace then relu_forward). add_relu_backward:
+// acc = acc + g where out > 0, else 0: two gradients of a ReLU's output summed and taken
+// through the ReLU in one pass (bit for bit add_inplace then relu_backward).
 
 #include "kernels/cpu/isa.h"
 
@@ -11,5 +13,6 @@ namespace sg::cpu::inline SG_CPU_ISA {
 void relu_forward(float* out, const float* inp, long n);                     // (n)
 void relu_backward(float* dinp, const float* out, const float* dout, long n);  // (n) =
 void add_relu_inplace(float* out, const float* in, long n);                    // (n)
+void add_relu_backward(float* acc, const float* g, const float* out, long n);  // (n)
 
 }  // namespace sg::cpu::SG_CPU_ISA

@@ -121,6 +121,11 @@ class GuardedBackend final : public Backend {
     inner_.add_relu_inplace(out, in, n);
   }
 
+  void add_relu_backward(float* acc, const float* g, const float* out, long n) override {
+    const Unlocked open(*this);
+    inner_.add_relu_backward(acc, g, out, n);
+  }
+
   void scale(float* x, float factor, long n) override {
     const Unlocked open(*this);
     inner_.scale(x, factor, n);
@@ -235,18 +240,19 @@ class GuardedBackend final : public Backend {
     inner_.batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, M, C, eps);
   }
 
-  size_t batchnorm_relu_mask_bytes(long M, int C) override {
-    return inner_.batchnorm_relu_mask_bytes(M, C);
+  void batchnorm_relu_forward_train(float* out, float* mean, float* var, const float* inp, const float* gamma, const float* beta, long M, int C, float eps) override {
+    const Unlocked open(*this);
+    inner_.batchnorm_relu_forward_train(out, mean, var, inp, gamma, beta, M, C, eps);
   }
 
-  void batchnorm_relu_forward_train(float* out, float* mean, float* var, unsigned char* relu_mask, const float* inp, const float* gamma, const float* beta, long M, int C, float eps) override {
+  void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta, const float* dout, const float* inp, const float* out, const float* mean, const float* var, const float* gamma, const float* beta, long M, int C, float eps) override {
     const Unlocked open(*this);
-    inner_.batchnorm_relu_forward_train(out, mean, var, relu_mask, inp, gamma, beta, M, C, eps);
+    inner_.batchnorm_relu_backward(dinp, dgamma, dbeta, dout, inp, out, mean, var, gamma, beta, M, C, eps);
   }
 
-  void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta, const float* dout, const float* inp, const float* out, const unsigned char* relu_mask, const float* mean, const float* var, const float* gamma, long M, int C, float eps) override {
+  void batchnorm_add_relu_forward_train(float* out, float* mean, float* var, const float* inp, const float* gamma, const float* beta, const float* residual, long M, int C, float eps) override {
     const Unlocked open(*this);
-    inner_.batchnorm_relu_backward(dinp, dgamma, dbeta, dout, inp, out, relu_mask, mean, var, gamma, M, C, eps);
+    inner_.batchnorm_add_relu_forward_train(out, mean, var, inp, gamma, beta, residual, M, C, eps);
   }
 
   void batchnorm_sums(double* sums, const float* inp, long M, int C) override {

@@ -1,49 +1,329 @@
-// Batch normalisation on the CPU: the split functions (the reference, and what synchronised
-// batch norm runs) in plain loops over an (M, C) matrix. See kernels/batchnorm.h. The fused
-// forward/backward go through oneDNN (batchnorm_dnnl.cpp).
+// Batch normalisation on the CPU over an (M, C) matrix (NHWC activations): the split functions
+// (what synchronised batch norm runs, and evaluation) and the fused training pair a replica runs
+// alone, with or without the ReLU that follows. See kernels/batchnorm.h.
+//
+// Every pass is memory-bound, so the pair makes as few as the arithmetic allows: the forward
+// reads x for its sums and once more to write out (3 tensor passes), the backward reads x and
+// dy for its sums and once more to write dx (5). The fused ReLU keeps no mask: the backward
+// recomputes x * scale + shift > 0 from x, which it reads anyway, with the forward's scale and
+// shift, bit for bit the forward's test. (oneDNN 2.6's fused pair, used before, made 4 and 5
+// passes plus a bit mask: ResNet-50's 53 batch norms at batch 8, 2 threads, 41 + 69 ms a step;
+// bench/bn_bench.cpp.)
+//
+// Column sums run in double, over bands of rows fixed by M and C: each band's sums in registers,
+// 8 channels a vector, then the bands added in order, so the bits do not depend on the thread
+// count. The other passes run 8 channels at a time with GCC vector extensions (the baseline copy
+// splits them into SSE halves), the last C % 8 channels of a row in scalars.
 #include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SG_STREAMING_STORES 1
+#endif
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <cstring>
 #include <vector>
 
 #include "kernels/batchnorm.h"
+#include "kernels/cpu/vec8.h"
 
 namespace sg::cpu::inline SG_CPU_ISA {
 namespace {
 
-// Column sums of f(m, c) over the rows, in double. Each thread sums a fixed band of rows in
-// order; the bands' partial sums are then added in band order, so the result is the same for
-// every thread count (the bands are fixed by M, not by the threads).
+typedef double v8d __attribute__((vector_size(64)));
+
+// The outputs of the two writing passes (out, dinp) go to memory with streaming stores when
+// they are larger than a core's L2: they are read next by a convolution, long after, and the
+// stores then skip reading the lines in first. Inside ResNet-50's step (batch 8, 2 AVX-512
+// threads, three A/B pairs) that took the batch-norm forwards from 67-80 to 52-76 ms a step and
+// the backwards from 104-117 to 83-97, the convolutions reading them no slower.
+constexpr long kStreamBytes = 4L << 20;
+bool streams(const float* p, long M, int C) {
+#ifdef SG_STREAMING_STORES
+  return M * C * static_cast<long>(sizeof(float)) >= kStreamBytes && C % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(p) % 32 == 0;
+#else
+  (void)p, (void)M, (void)C;
+  return false;
+#endif
+}
+inline void put8(float* p, v8 v, bool stream) {
+#ifdef SG_STREAMING_STORES
+  if (stream) {
+#ifdef __AVX__
+    _mm256_stream_ps(p, reinterpret_cast<__m256>(v));
+#else
+    _mm_stream_ps(p, __m128{v[0], v[1], v[2], v[3]});
+    _mm_stream_ps(p + 4, __m128{v[4], v[5], v[6], v[7]});
+#endif
+    return;
+  }
+#endif
+  store8(p, v);
+}
+inline v8d widen(v8 v) { return __builtin_convertvector(v, v8d); }
+inline v8 keep_where(v8i keep, v8 v) {
+  return reinterpret_cast<v8>(keep & reinterpret_cast<v8i>(v));
+}
+
+// The normalisation as one multiply-add per element, y = x * scale + shift; the forward and
+// the fused ReLU's backward both compute it through these, so they agree on its sign.
+struct Affine {
+  std::vector<float> scale, shift;
+  Affine(const float* mean, const float* var, const float* gamma, const float* beta, int C,
+         float eps)
+      : scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C)) {
+    for (int c = 0; c < C; ++c) {
+      const float s = gamma[c] / std::sqrt(var[c] + eps);
+      scale[static_cast<size_t>(c)] = s;
+      shift[static_cast<size_t>(c)] = beta[c] - mean[c] * s;
+    }
+  }
+};
+inline v8 affine(v8 x, const float* sc, const float* sh) { return x * load8(sc) + load8(sh); }
+inline float affine(float x, float sc, float sh) { return x * sc + sh; }
+
+// Rows per band: about 256 KB of the matrix (in L2 while the band's channels are walked), at
+// least 64 rows so the bands' partial sums stay a few per cent of the data.
+long band_rows(int C) { return std::clamp(65536L / std::max(C, 1), 64L, 256L); }
+
+// The bands' partial sums, kept per thread between calls. A plain buffer: a thread_local
+// std::vector would make the compiler emit its destructor as a shared symbol outside this
+// variant's namespace (kernels/cpu/isa.h).
+struct Partials {
+  double* p = nullptr;
+  size_t n = 0;
+  Partials() = default;
+  Partials(const Partials&) = delete;
+  Partials& operator=(const Partials&) = delete;
+  ~Partials() { std::free(p); }
+  double* at_least(size_t k) {
+    if (k > n) {
+      std::free(p);
+      p = static_cast<double*>(std::malloc(k * sizeof(double)));
+      n = p != nullptr ? k : 0;
+      if (p == nullptr) throw std::bad_alloc();
+    }
+    return p;
+  }
+};
+
+// Rows summed in float registers before their sums join the double ones: double arithmetic
+// all the way ran at 18-26 GB/s on 2 AVX-512 cores, runs of 16 at the read bandwidth (32-34).
+constexpr long kRun = 16;
+
+// Sums a band's rows [m0, m1) of G groups of 8 channels from c into acc (see column_sums).
+template <int G, class F>
+void band_sums(double* acc, long m0, long m1, int c, int C, const F& f) {
+  v8 shift[G];
+  for (int g = 0; g < G; ++g) shift[g] = f.shift(m0, std::min(m1, m0 + kRun), c + 8 * g);
+  v8d s[G] = {}, q[G] = {};
+  for (long r = m0; r < m1; r += kRun) {
+    v8 fs[G] = {}, fq[G] = {};
+    const long end = std::min(m1, r + kRun);
+    for (long m = r; m < end; ++m) {
+      for (int g = 0; g < G; ++g) f.vec(m, c + 8 * g, shift[g], fs[g], fq[g]);
+    }
+    for (int g = 0; g < G; ++g) {
+      s[g] += widen(fs[g]);
+      q[g] += widen(fq[g]);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    f.unshift(s[g], q[g], widen(shift[g]), static_cast<double>(m1 - m0));
+    std::memcpy(acc + c + 8 * g, &s[g], sizeof s[g]);
+    std::memcpy(acc + C + c + 8 * g, &q[g], sizeof q[g]);
+  }
+}
+
+// out[0..C) = sum over rows of s(m, c), out[C..2C) = sum of q(m, c), in double. Each band sums
+// its rows in order, 32 (then 8) channels at a time in registers, runs of kRun rows in float,
+// the last C % 8 channels in double; the bands' sums are then added in band order.
+// f.vec(m, c, shift, s, q) adds row m's 8 channels from c to s and q, in float, relative to
+// f.shift(m0, m1, c) (computed from a band's first rows: float sums of squares of values far
+// from zero would lose the variance), and f.unshift(s, q, shift, rows) turns a band's sums back
+// to the true ones; f.one(m, c, s, q) adds one channel in double.
 template <class F>
-void column_sums(double* out, long M, int C, F f) {
-  constexpr long kBand = 256;
-  const long bands = (M + kBand - 1) / kBand;
-  std::vector<double> partial(static_cast<size_t>(bands) * 2 * C, 0.0);
+void column_sums(double* out, long M, int C, const F& f) {
+  const long rows = band_rows(C);
+  const long bands = (M + rows - 1) / rows;
+  thread_local Partials partial;
+  double* const part = partial.at_least(static_cast<size_t>(bands) * 2 * C);
+  const int C32 = C / 32 * 32, C8 = C / 8 * 8;
 #pragma omp parallel for schedule(static)
   for (long b = 0; b < bands; ++b) {
-    double* acc = partial.data() + b * 2 * C;
-    const long m1 = std::min(M, (b + 1) * kBand);
-    for (long m = b * kBand; m < m1; ++m) f(acc, m);
+    double* acc = part + b * 2 * C;
+    const long m0 = b * rows, m1 = std::min(M, m0 + rows);
+    for (int c = 0; c < C32; c += 32) band_sums<4>(acc, m0, m1, c, C, f);
+    for (int c = C32; c < C8; c += 8) band_sums<1>(acc, m0, m1, c, C, f);
+    for (int c = C8; c < C; ++c) {
+      double s = 0, q = 0;
+      for (long m = m0; m < m1; ++m) f.one(m, c, s, q);
+      acc[c] = s;
+      acc[C + c] = q;
+    }
   }
   std::fill(out, out + 2 * C, 0.0);
   for (long b = 0; b < bands; ++b) {
-    const double* acc = partial.data() + b * 2 * C;
+    const double* acc = part + b * 2 * C;
     for (int c = 0; c < 2 * C; ++c) out[c] += acc[c];
   }
+}
+
+// Calls f.vec(m, c) for every row m and every 8 channels from c, f.one(m, c) for the last
+// C % 8 channels, the rows split between the threads; each thread then fences its streaming
+// stores, so they are in memory before the region ends.
+template <class F>
+void for_each_row(long M, int C, const F& f) {
+  const int C8 = C / 8 * 8;
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (long m = 0; m < M; ++m) {
+      for (int c = 0; c < C8; c += 8) f.vec(m, c);
+      for (int c = C8; c < C; ++c) f.one(m, c);
+    }
+#ifdef SG_STREAMING_STORES
+    _mm_sfence();
+#endif
+  }
+}
+
+// sums[c] = sum x, sums[C+c] = sum x^2, from the sums of d = x - k with k the mean of a band's
+// first rows: sum x = sum d + n k, sum x^2 = sum d^2 + 2 k sum d + n k^2.
+struct XSums {
+  const float* x;
+  int C;
+  v8 shift(long m0, long m1, int c) const {
+    v8 k = {};
+    for (long m = m0; m < m1; ++m) k += load8(x + m * C + c);
+    return k / splat(static_cast<float>(m1 - m0));
+  }
+  void vec(long m, int c, v8 k, v8& s, v8& q) const {
+    const v8 d = load8(x + m * C + c) - k;
+    s += d;
+    q += d * d;
+  }
+  void unshift(v8d& s, v8d& q, v8d k, double n) const {
+    q += (s + s) * k + n * k * k;
+    s += n * k;
+  }
+  void one(long m, int c, double& s, double& q) const {
+    const double v = x[m * C + c];
+    s += v;
+    q += v * v;
+  }
+};
+
+// out = x * scale + shift, plus the residual r where one is given, then max(0, .) with `relu`
+// (each step rounded to float as the separate passes would).
+void normalize(float* out, const float* x, const Affine& a, const float* r, long M, int C,
+               bool relu) {
+  const float *sc = a.scale.data(), *sh = a.shift.data();
+  struct Pass {
+    float* out;
+    const float *x, *sc, *sh, *r;
+    int C;
+    bool relu, stream;
+    void vec(long m, int c) const {
+      v8 y = affine(load8(x + m * C + c), sc + c, sh + c);
+      if (r != nullptr) y += load8(r + m * C + c);
+      if (relu) y = keep_where(y > splat(0.0f), y);
+      put8(out + m * C + c, y, stream);
+    }
+    void one(long m, int c) const {
+      float y = affine(x[m * C + c], sc[c], sh[c]);
+      if (r != nullptr) y += r[m * C + c];
+      out[m * C + c] = relu ? (y > 0.0f ? y : 0.0f) : y;
+    }
+  };
+  for_each_row(M, C, Pass{out, x, sc, sh, r, C, relu, streams(out, M, C)});
+}
+
+// sums[c] = sum dy', sums[C+c] = sum dy' (x - mean), dy' = dy or, with a ReLU (a non-null
+// affine), dy where x * scale + shift > 0 and 0 elsewhere.
+struct DySums {
+  const float *dy, *x, *mean, *sc, *sh;
+  int C;
+  v8 shift(long, long, int) const { return v8{}; }  // x - mean is centred already
+  void vec(long m, int c, v8, v8& s, v8& q) const {
+    const v8 xv = load8(x + m * C + c);
+    v8 g = load8(dy + m * C + c);
+    if (sc != nullptr) g = keep_where(affine(xv, sc + c, sh + c) > splat(0.0f), g);
+    s += g;
+    q += g * (xv - load8(mean + c));
+  }
+  void unshift(v8d&, v8d&, v8d, double) const {}
+  void one(long m, int c, double& s, double& q) const {
+    const float xv = x[m * C + c];
+    float g = dy[m * C + c];
+    if (sc != nullptr && !(affine(xv, sc[c], sh[c]) > 0.0f)) g = 0.0f;
+    s += g;
+    q += double{g} * (double{xv} - double{mean[c]});
+  }
+};
+
+// The backward's sums (see batchnorm_backward_sums) with an optional ReLU mask.
+void backward_sums(double* sums, float* dgamma, float* dbeta, const float* dout, const float* x,
+                   const float* mean, const float* var, const Affine* relu, long M, int C,
+                   float eps) {
+  column_sums(sums, M, C,
+              DySums{dout, x, mean, relu ? relu->scale.data() : nullptr,
+                     relu ? relu->shift.data() : nullptr, C});
+  for (int c = 0; c < C; ++c) {
+    sums[C + c] /= std::sqrt(double{var[c]} + eps);  // sum dy' xhat
+    dbeta[c] += static_cast<float>(sums[c]);
+    dgamma[c] += static_cast<float>(sums[C + c]);
+  }
+}
+
+// dx = gamma rstd (dy' - mean(dy') - xhat mean(dy' xhat)) = a dy' + b x + d per channel.
+void backward_input(float* dinp, const double* sums, const float* dout, const float* x,
+                    const float* mean, const float* var, const float* gamma, const Affine* relu,
+                    double count, long M, int C, float eps) {
+  std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C)),
+      d(static_cast<size_t>(C));
+  for (int c = 0; c < C; ++c) {
+    const double rstd = 1.0 / std::sqrt(double{var[c]} + eps);
+    const double g = double{gamma[c]} * rstd;
+    const double mean_dy = sums[c] / count, mean_dy_xhat = sums[C + c] / count;
+    a[static_cast<size_t>(c)] = static_cast<float>(g);
+    b[static_cast<size_t>(c)] = static_cast<float>(-g * mean_dy_xhat * rstd);
+    d[static_cast<size_t>(c)] =
+        static_cast<float>(-g * mean_dy + g * mean_dy_xhat * rstd * double{mean[c]});
+  }
+  struct Pass {
+    float* dx;
+    const float *dy, *x, *pa, *pb, *pd, *sc, *sh;
+    int C;
+    bool stream;
+    void vec(long m, int c) const {
+      const v8 xv = load8(x + m * C + c);
+      v8 g = load8(dy + m * C + c);
+      if (sc != nullptr) g = keep_where(affine(xv, sc + c, sh + c) > splat(0.0f), g);
+      put8(dx + m * C + c, load8(pa + c) * g + load8(pb + c) * xv + load8(pd + c), stream);
+    }
+    void one(long m, int c) const {
+      const float xv = x[m * C + c];
+      float g = dy[m * C + c];
+      if (sc != nullptr && !(affine(xv, sc[c], sh[c]) > 0.0f)) g = 0.0f;
+      dx[m * C + c] = pa[c] * g + pb[c] * xv + pd[c];
+    }
+  };
+  for_each_row(
+      M, C,
+      Pass{dinp, dout, x, a.data(), b.data(), d.data(), relu ? relu->scale.data() : nullptr,
+           relu ? relu->shift.data() : nullptr, C, streams(dinp, M, C)});
 }
 
 }  // namespace
 
 void batchnorm_sums(double* sums, const float* inp, long M, int C) {
-  column_sums(sums, M, C, [&](double* acc, long m) {
-    const float* x = inp + m * C;
-    for (int c = 0; c < C; ++c) {
-      const double v = x[c];
-      acc[c] += v;
-      acc[C + c] += v * v;
-    }
-  });
+  column_sums(sums, M, C, XSums{inp, C});
 }
 
 void batchnorm_stats(float* mean, float* var, const double* sums, double count, int C) {
@@ -56,64 +336,44 @@ void batchnorm_stats(float* mean, float* var, const double* sums, double count, 
 
 void batchnorm_normalize(float* out, const float* inp, const float* mean, const float* var,
                          const float* gamma, const float* beta, long M, int C, float eps) {
-  std::vector<float> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
-  for (int c = 0; c < C; ++c) {
-    const float rstd = 1.0f / std::sqrt(var[c] + eps);
-    scale[static_cast<size_t>(c)] = gamma[c] * rstd;
-    shift[static_cast<size_t>(c)] = beta[c] - mean[c] * gamma[c] * rstd;
-  }
-  const float *sc = scale.data(), *sh = shift.data();
-#pragma omp parallel for schedule(static)
-  for (long m = 0; m < M; ++m) {
-    const float* x = inp + m * C;
-    float* y = out + m * C;
-#pragma omp simd
-    for (int c = 0; c < C; ++c) y[c] = x[c] * sc[c] + sh[c];
-  }
+  normalize(out, inp, Affine(mean, var, gamma, beta, C, eps), nullptr, M, C, false);
 }
 
 void batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta, const float* dout,
-                             const float* inp, const float* mean, const float* var, long M,
-                             int C, float eps) {
-  std::vector<double> rstd(static_cast<size_t>(C));
-  for (int c = 0; c < C; ++c) rstd[static_cast<size_t>(c)] = 1.0 / std::sqrt(double{var[c]} + eps);
-  column_sums(sums, M, C, [&](double* acc, long m) {
-    const float* x = inp + m * C;
-    const float* dy = dout + m * C;
-    for (int c = 0; c < C; ++c) {
-      acc[c] += dy[c];
-      acc[C + c] += dy[c] * (x[c] - double{mean[c]}) * rstd[static_cast<size_t>(c)];
-    }
-  });
-  for (int c = 0; c < C; ++c) {
-    dbeta[c] += static_cast<float>(sums[c]);
-    dgamma[c] += static_cast<float>(sums[C + c]);
-  }
+                             const float* inp, const float* mean, const float* var, long M, int C,
+                             float eps) {
+  backward_sums(sums, dgamma, dbeta, dout, inp, mean, var, nullptr, M, C, eps);
 }
 
-void batchnorm_backward_input(float* dinp, const double* sums, const float* dout,
-                              const float* inp, const float* mean, const float* var,
-                              const float* gamma, double count, long M, int C, float eps) {
-  // dx = gamma rstd (dy - mean_dy - xhat mean_dy_xhat) = a dy + b x + d per channel.
-  std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C)), d(static_cast<size_t>(C));
-  for (int c = 0; c < C; ++c) {
-    const double rstd = 1.0 / std::sqrt(double{var[c]} + eps);
-    const double g = double{gamma[c]} * rstd;
-    const double mean_dy = sums[c] / count, mean_dy_xhat = sums[C + c] / count;
-    a[static_cast<size_t>(c)] = static_cast<float>(g);
-    b[static_cast<size_t>(c)] = static_cast<float>(-g * mean_dy_xhat * rstd);
-    d[static_cast<size_t>(c)] =
-        static_cast<float>(-g * mean_dy + g * mean_dy_xhat * rstd * double{mean[c]});
+void batchnorm_backward_input(float* dinp, const double* sums, const float* dout, const float* inp,
+                              const float* mean, const float* var, const float* gamma, double count,
+                              long M, int C, float eps) {
+  backward_input(dinp, sums, dout, inp, mean, var, gamma, nullptr, count, M, C, eps);
+}
+
+void batchnorm_forward_train(float* out, float* mean, float* var, const float* inp,
+                             const float* gamma, const float* beta, const float* residual, long M,
+                             int C, float eps, bool relu) {
+  std::vector<double> sums(2 * static_cast<size_t>(C));
+  batchnorm_sums(sums.data(), inp, M, C);
+  batchnorm_stats(mean, var, sums.data(), static_cast<double>(M), C);
+  normalize(out, inp, Affine(mean, var, gamma, beta, C, eps), residual, M, C, relu);
+}
+
+void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
+                        const float* inp, const float* mean, const float* var, const float* gamma,
+                        const float* beta, long M, int C, float eps, bool relu) {
+  std::vector<double> sums(2 * static_cast<size_t>(C));
+  if (!relu) {
+    backward_sums(sums.data(), dgamma, dbeta, dout, inp, mean, var, nullptr, M, C, eps);
+    backward_input(dinp, sums.data(), dout, inp, mean, var, gamma, nullptr, static_cast<double>(M),
+                   M, C, eps);
+    return;
   }
-  const float *pa = a.data(), *pb = b.data(), *pd = d.data();
-#pragma omp parallel for schedule(static)
-  for (long m = 0; m < M; ++m) {
-    const float* x = inp + m * C;
-    const float* dy = dout + m * C;
-    float* dx = dinp + m * C;
-#pragma omp simd
-    for (int c = 0; c < C; ++c) dx[c] = pa[c] * dy[c] + pb[c] * x[c] + pd[c];
-  }
+  const Affine forward(mean, var, gamma, beta, C, eps);
+  backward_sums(sums.data(), dgamma, dbeta, dout, inp, mean, var, &forward, M, C, eps);
+  backward_input(dinp, sums.data(), dout, inp, mean, var, gamma, &forward, static_cast<double>(M),
+                 M, C, eps);
 }
 
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean,
@@ -121,8 +381,8 @@ void batchnorm_update_running(float* running_mean, float* running_var, const flo
   const double unbias = count > 1 ? count / (count - 1) : 1.0;
   for (int c = 0; c < C; ++c) {
     running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * mean[c];
-    running_var[c] = (1.0f - momentum) * running_var[c] +
-                     momentum * static_cast<float>(double{var[c]} * unbias);
+    running_var[c] =
+        (1.0f - momentum) * running_var[c] + momentum * static_cast<float>(double{var[c]} * unbias);
   }
 }
 

@@ -29,23 +29,10 @@
 
 #include "kernels/conv2d.h"
 #include "kernels/cpu/onednn_gemm.h"
-
-// The baseline copy is built without AVX, where GCC warns that passing a 32-byte vector by value
-// has a different ABI; these helpers are internal and inlined, so no call crosses that boundary.
-#pragma GCC diagnostic ignored "-Wpsabi"
+#include "kernels/cpu/vec8.h"
 
 namespace sg::cpu::inline SG_CPU_ISA {
 namespace {
-
-typedef float v8 __attribute__((vector_size(32)));
-
-inline v8 load8(const float* p) {
-  v8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store8(float* p, v8 v) { std::memcpy(p, &v, sizeof v); }
-inline v8 splat(float x) { return v8{x, x, x, x, x, x, x, x}; }
 
 constexpr int kTile = 4;   // output tile edge
 constexpr int kPatch = 6;  // input patch edge

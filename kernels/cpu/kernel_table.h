@@ -28,14 +28,15 @@
 #define SG_CPU_DISPATCHED_KERNELS(X)                                                         \
   X(adamw_update) X(attention_forward) X(attention_backward) X(batchnorm_sums)               \
   X(batchnorm_stats) X(batchnorm_normalize) X(batchnorm_backward_sums)                       \
-  X(batchnorm_backward_input) X(batchnorm_update_running) X(classifier_loss_forward_backward) \
+  X(batchnorm_backward_input) X(batchnorm_update_running) X(batchnorm_forward_train) X(batchnorm_backward)            \
+  X(classifier_loss_forward_backward) \
   X(classifier_correct) X(crossentropy_forward) X(crossentropy_backward)                     \
   X(crossentropy_forward_backward) X(crossentropy_vp_max) X(crossentropy_vp_sums)            \
   X(crossentropy_vp_losses) X(crossentropy_vp_backward) X(encoder_forward)                   \
   X(encoder_backward) X(embedding_forward_vocab_range) X(position_add)                       \
   X(encoder_backward_vocab_range) X(gelu_forward) X(gelu_backward) X(sum_of_squares)          \
   X(clip_by_global_norm) X(layernorm_forward) X(layernorm_backward) X(matmul_forward)         \
-  X(matmul_backward) X(relu_forward) X(relu_backward) X(add_relu_inplace) X(residual_forward) \
+  X(matmul_backward) X(relu_forward) X(relu_backward) X(add_relu_inplace) X(add_relu_backward) X(residual_forward) \
   X(residual_backward) X(add_inplace) X(scale_inplace) X(add_bias) X(sgd_update)             \
   X(global_avgpool_forward) X(global_avgpool_backward) X(nchw_to_nhwc)                     \
   X(conv2d_winograd_forward) X(conv2d_winograd_backward_data)                                \

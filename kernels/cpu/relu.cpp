@@ -21,4 +21,9 @@ void add_relu_inplace(float* out, const float* in, long n) {
   }
 }
 
+void add_relu_backward(float* acc, const float* g, const float* out, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) acc[i] = out[i] > 0.0f ? acc[i] + g[i] : 0.0f;
+}
+
 }  // namespace sg::cpu::SG_CPU_ISA

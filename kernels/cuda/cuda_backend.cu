@@ -484,11 +484,9 @@ void CudaBackend::batchnorm_backward_kernels(float* dinp, float* dgamma, float* 
                                  M, C, eps, compute_);
 }
 // ReLU fused: the same kernels with ReLU passes around them; the mask is the output itself.
-size_t CudaBackend::batchnorm_relu_mask_bytes(long, int) { return 0; }
 void CudaBackend::batchnorm_relu_forward_train(float* out, float* mean, float* var,
-                                               unsigned char*, const float* inp,
-                                               const float* gamma, const float* beta, long M,
-                                               int C, float eps) {
+                                               const float* inp, const float* gamma,
+                                               const float* beta, long M, int C, float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_relu_forward_train");
   batchnorm_train_kernels(out, mean, var, inp, gamma, beta, M, C, eps);
@@ -496,9 +494,8 @@ void CudaBackend::batchnorm_relu_forward_train(float* out, float* mean, float* v
 }
 void CudaBackend::batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta,
                                           const float* dout, const float* inp, const float* out,
-                                          const unsigned char*, const float* mean,
-                                          const float* var, const float* gamma, long M, int C,
-                                          float eps) {
+                                          const float* mean, const float* var, const float* gamma,
+                                          const float* /*beta*/, long M, int C, float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_relu_backward");
   // The masked gradient goes to dinp, which the batch norm's backward then overwrites.

@@ -123,13 +123,12 @@ class CudaBackend final : public Backend {
   void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
                           const float* inp, const float* mean, const float* var,
                           const float* gamma, long M, int C, float eps) override;
-  size_t batchnorm_relu_mask_bytes(long M, int C) override;
-  void batchnorm_relu_forward_train(float* out, float* mean, float* var, unsigned char* relu_mask,
-                                    const float* inp, const float* gamma, const float* beta,
-                                    long M, int C, float eps) override;
+  void batchnorm_relu_forward_train(float* out, float* mean, float* var, const float* inp,
+                                    const float* gamma, const float* beta, long M, int C,
+                                    float eps) override;
   void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
-                               const float* inp, const float* out, const unsigned char* relu_mask,
-                               const float* mean, const float* var, const float* gamma, long M,
+                               const float* inp, const float* out, const float* mean,
+                               const float* var, const float* gamma, const float* beta, long M,
                                int C, float eps) override;
   void batchnorm_sums(double* sums, const float* inp, long M, int C) override;
   void batchnorm_stats(float* mean, float* var, const double* sums, double count, int C) override;

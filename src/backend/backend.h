@@ -66,6 +66,13 @@ class Backend {
   virtual void residual_forward(float* out, const float* a, const float* b, long n) = 0;
   virtual void add_inplace(float* out, const float* in, long n) = 0;       // out += in
   virtual void add_relu_inplace(float* out, const float* in, long n) = 0;  // out = max(out + in, 0)
+  // acc = acc + g where out > 0, else 0: two gradients of a ReLU's output (out) summed and taken
+  // through the ReLU in one pass; bit for bit the two ops here, which a backend without the
+  // fused kernel runs.
+  virtual void add_relu_backward(float* acc, const float* g, const float* out, long n) {
+    add_inplace(acc, g, n);
+    relu_backward(acc, out, acc, n);
+  }
   virtual void add_bias(float* out, const float* bias, long N, long C) = 0;  // out[n,:] += bias
   virtual void scale(float* x, float factor, long n) = 0;                     // x *= factor
 
@@ -129,19 +136,26 @@ class Backend {
                                   const float* inp, const float* mean, const float* var,
                                   const float* gamma, long M, int C, float eps) = 0;
   // The pair again with the ReLU that follows it fused in: out = max(0, batch norm of inp), and
-  // the backward takes dout as the gradient of that output. relu_mask holds what the backward
-  // needs besides `out` (the forward's output): batchnorm_relu_mask_bytes(M, C) bytes, written by
-  // this backend's forward and read by its backward (0 bytes: the backend masks with `out`).
-  virtual size_t batchnorm_relu_mask_bytes(long M, int C) = 0;
+  // the backward takes dout as the gradient of that output. The backward gets the forward's
+  // `out` and `beta`; a backend masks with either (CUDA: out > 0; CPU: the batch norm of inp
+  // recomputed from gamma and beta, which saves reading `out`).
   virtual void batchnorm_relu_forward_train(float* out, float* mean, float* var,
-                                            unsigned char* relu_mask, const float* inp,
-                                            const float* gamma, const float* beta, long M, int C,
-                                            float eps) = 0;
+                                            const float* inp, const float* gamma,
+                                            const float* beta, long M, int C, float eps) = 0;
   virtual void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta,
                                        const float* dout, const float* inp, const float* out,
-                                       const unsigned char* relu_mask, const float* mean,
-                                       const float* var, const float* gamma, long M, int C,
-                                       float eps) = 0;
+                                       const float* mean, const float* var, const float* gamma,
+                                       const float* beta, long M, int C, float eps) = 0;
+  // out = max(0, batch norm of inp + residual): a residual block's last batch norm, the sum and
+  // its ReLU in one op; bit for bit the two ops here, which a backend without the fused kernel
+  // runs. Its backward is batchnorm_backward (after add_relu_backward has applied the ReLU).
+  virtual void batchnorm_add_relu_forward_train(float* out, float* mean, float* var,
+                                                const float* inp, const float* gamma,
+                                                const float* beta, const float* residual, long M,
+                                                int C, float eps) {
+    batchnorm_forward_train(out, mean, var, inp, gamma, beta, M, C, eps);
+    add_relu_inplace(out, residual, M * C);
+  }
   // The split batch norm that synchronised statistics go through (sums reduced over the
   // replicas between the calls), also evaluation (normalize with the running statistics).
   virtual void batchnorm_sums(double* sums, const float* inp, long M, int C) = 0;

@@ -113,6 +113,10 @@ class CpuBackend final : public Backend {
     const ScopedOpTimer timer("add_relu_inplace");
     kernels_.add_relu_inplace(out, in, n);
   }
+  void add_relu_backward(float* acc, const float* g, const float* out, long n) override {
+    const ScopedOpTimer timer("add_relu_backward");
+    kernels_.add_relu_backward(acc, g, out, n);
+  }
   void scale(float* x, float factor, long n) override {
     const ScopedOpTimer timer("scale");
     kernels_.scale_inplace(x, factor, n);
@@ -231,30 +235,35 @@ class CpuBackend final : public Backend {
                                const float* gamma, const float* beta, long M, int C,
                                float eps) override {
     const ScopedOpTimer timer("batchnorm_forward_train");
-    cpu::batchnorm_forward_train(out, mean, var, inp, gamma, beta, M, C, eps);
+    kernels_.batchnorm_forward_train(out, mean, var, inp, gamma, beta, nullptr, M, C, eps, false);
   }
   void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
                           const float* inp, const float* mean, const float* var,
                           const float* gamma, long M, int C, float eps) override {
     const ScopedOpTimer timer("batchnorm_backward");
-    cpu::batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, M, C, eps);
+    kernels_.batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, nullptr, M, C,
+                                eps, false);
   }
-  size_t batchnorm_relu_mask_bytes(long M, int C) override {
-    return cpu::batchnorm_relu_mask_bytes(M, C);
-  }
-  void batchnorm_relu_forward_train(float* out, float* mean, float* var, unsigned char* relu_mask,
-                                    const float* inp, const float* gamma, const float* beta,
-                                    long M, int C, float eps) override {
+  void batchnorm_relu_forward_train(float* out, float* mean, float* var, const float* inp,
+                                    const float* gamma, const float* beta, long M, int C,
+                                    float eps) override {
     const ScopedOpTimer timer("batchnorm_relu_forward_train");
-    cpu::batchnorm_relu_forward_train(out, mean, var, relu_mask, inp, gamma, beta, M, C, eps);
+    kernels_.batchnorm_forward_train(out, mean, var, inp, gamma, beta, nullptr, M, C, eps, true);
+  }
+  void batchnorm_add_relu_forward_train(float* out, float* mean, float* var, const float* inp,
+                                        const float* gamma, const float* beta,
+                                        const float* residual, long M, int C,
+                                        float eps) override {
+    const ScopedOpTimer timer("batchnorm_add_relu_forward_train");
+    kernels_.batchnorm_forward_train(out, mean, var, inp, gamma, beta, residual, M, C, eps, true);
   }
   void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
-                               const float* inp, const float* /*out*/,
-                               const unsigned char* relu_mask, const float* mean, const float* var,
-                               const float* gamma, long M, int C, float eps) override {
+                               const float* inp, const float* /*out*/, const float* mean,
+                               const float* var, const float* gamma, const float* beta, long M,
+                               int C, float eps) override {
     const ScopedOpTimer timer("batchnorm_relu_backward");
-    cpu::batchnorm_relu_backward(dinp, dgamma, dbeta, dout, inp, relu_mask, mean, var, gamma, M, C,
-                                 eps);
+    kernels_.batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, beta, M, C, eps,
+                                true);
   }
   void batchnorm_sums(double* sums, const float* inp, long M, int C) override {
     const ScopedOpTimer timer("batchnorm_sums");

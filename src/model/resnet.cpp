@@ -101,44 +101,31 @@ size_t resnet_activation_floats(const ResNetFamily& family, const ParameterLayou
   return ResNet(family, layout, B).lay_out(nullptr, slots);
 }
 
-size_t ResNet::relu_mask_floats(const Unit& u) const {
-  if (!fused_relu(u)) return 0;
-  const long M = u.rows();
-  // Planning has no backend: oneDNN's jit kernels keep 1 bit per element.
-  const size_t bytes = backend_ != nullptr ? backend_->batchnorm_relu_mask_bytes(M, u.conv.K)
-                                           : (static_cast<size_t>(M) * u.conv.K + 7) / 8;
-  return (bytes + sizeof(float) - 1) / sizeof(float);
-}
-
 size_t ResNet::lay_out(float* arena, int slots) {
   const ResNetStagePlan& p = plan_;
   Carver carve{arena};
-  const auto mask_at = [](float* at) { return reinterpret_cast<unsigned char*>(at); };
   auto unit = [&](const Unit& u) {
     UnitActs a;
     a.conv = carve.take(numel(u.conv));
     a.out = carve.take(numel(u.conv));
     a.mean = carve.take(static_cast<size_t>(u.conv.K));
     a.var = carve.take(static_cast<size_t>(u.conv.K));
-    if (const size_t mask = relu_mask_floats(u)) a.relu_mask = mask_at(carve.take(mask));
     return a;
   };
   // Full recompute: the blocks' units share one set of activations (each position as large as
   // its largest use); a block keeps only its output, the next block's input.
   std::vector<UnitActs> shared;
   if (recompute_ == Recompute::Full) {
-    std::vector<size_t> floats, channels, masks;
+    std::vector<size_t> floats, channels;
     for (const auto& b : p.blocks) {
       std::vector<const Unit*> units;
       for (const Unit& u : b.units) units.push_back(&u);
       if (b.downsample) units.push_back(&b.shortcut);
       floats.resize(std::max(floats.size(), units.size()), 0);
       channels.resize(floats.size(), 0);
-      masks.resize(floats.size(), 0);
       for (size_t i = 0; i < units.size(); ++i) {
         floats[i] = std::max(floats[i], numel(units[i]->conv));
         channels[i] = std::max(channels[i], static_cast<size_t>(units[i]->conv.K));
-        masks[i] = std::max(masks[i], relu_mask_floats(*units[i]));
       }
     }
     for (size_t i = 0; i < floats.size(); ++i) {
@@ -147,7 +134,6 @@ size_t ResNet::lay_out(float* arena, int slots) {
       a.out = carve.take(floats[i]);
       a.mean = carve.take(channels[i]);
       a.var = carve.take(channels[i]);
-      if (masks[i] > 0) a.relu_mask = mask_at(carve.take(masks[i]));
       shared.push_back(a);
     }
   }
@@ -226,7 +212,7 @@ void ResNet::batchnorm_train(const Unit& u, UnitActs& a, const float* params) {
   const int K = u.conv.K;
   const float eps = family_.shape().bn_eps;
   if (fused_relu(u)) {
-    be.batchnorm_relu_forward_train(a.out, a.mean, a.var, a.relu_mask, a.conv, params + u.gamma,
+    be.batchnorm_relu_forward_train(a.out, a.mean, a.var, a.conv, params + u.gamma,
                                     params + u.beta, M, K, eps);
     return;
   }
@@ -261,13 +247,20 @@ void ResNet::batchnorm_train_backward(const Unit& u, const UnitActs& a, const fl
 }
 
 void ResNet::unit_forward(const Unit& u, UnitActs& a, const float* x, const float* params,
-                          float* buffers, const ForwardOptions& options) {
+                          float* buffers, const ForwardOptions& options, const float* residual) {
   Backend& be = *backend_;
   be.conv2d_forward(a.conv, x, params + u.weight, u.conv);
   const long M = u.rows();
   const int K = u.conv.K;
-  if (options.training) {
+  // A block's last unit: its batch norm, the shortcut's sum and the ReLU after it as one op.
+  const bool fused_residual = residual != nullptr && options.training && !sync_bn_;
+  if (fused_residual) {
+    be.batchnorm_add_relu_forward_train(a.out, a.mean, a.var, a.conv, params + u.gamma,
+                                        params + u.beta, residual, M, K, family_.shape().bn_eps);
+  } else if (options.training) {
     batchnorm_train(u, a, params);
+  }
+  if (options.training) {
     if (options.update_buffers) {
       const double count = static_cast<double>(M) * (sync_bn_ ? replica_group_->size() : 1);
       be.batchnorm_update_running(buffers + u.running_mean, buffers + u.running_var, a.mean,
@@ -278,6 +271,7 @@ void ResNet::unit_forward(const Unit& u, UnitActs& a, const float* x, const floa
                            params + u.gamma, params + u.beta, M, K, family_.shape().bn_eps);
   }
   if (u.relu && !(options.training && fused_relu(u))) be.relu_forward(a.out, a.out, M * K);
+  if (residual != nullptr && !fused_residual) be.add_relu_inplace(a.out, residual, M * K);
 }
 
 void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, const float* x, float* dx,
@@ -285,8 +279,8 @@ void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, const fl
   Backend& be = *backend_;
   float* dconv = grad_e_;
   if (fused_relu(u)) {
-    be.batchnorm_relu_backward(dconv, grads + u.gamma, grads + u.beta, dy, a.conv, a.out,
-                               a.relu_mask, a.mean, a.var, params + u.gamma, u.rows(), u.conv.K,
+    be.batchnorm_relu_backward(dconv, grads + u.gamma, grads + u.beta, dy, a.conv, a.out, a.mean,
+                               a.var, params + u.gamma, params + u.beta, u.rows(), u.conv.K,
                                family_.shape().bn_eps);
   } else {
     if (u.relu) be.relu_backward(dy, a.out, dy, u.rows() * u.conv.K);
@@ -298,20 +292,19 @@ void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, const fl
 void ResNet::block_forward(const ResNetStageBlock& block, std::vector<UnitActs>& acts,
                            const float* x, const float* params, float* buffers,
                            const ForwardOptions& options) {
-  Backend& be = *backend_;
-  const float* h = x;
-  for (size_t i = 0; i < block.units.size(); ++i) {
-    unit_forward(block.units[i], acts[i], h, params, buffers, options);
-    h = acts[i].out;
-  }
+  // The shortcut first: the last unit adds it (and the ReLU after the sum) to its batch norm.
   const float* identity = x;
   if (block.downsample) {
     unit_forward(block.shortcut, acts.back(), x, params, buffers, options);
     identity = acts.back().out;
   }
-  UnitActs& last = acts[block.units.size() - 1];
-  const long n = block.units.back().rows() * block.units.back().conv.K;
-  be.add_relu_inplace(last.out, identity, n);
+  const float* h = x;
+  const size_t last = block.units.size() - 1;
+  for (size_t i = 0; i <= last; ++i) {
+    unit_forward(block.units[i], acts[i], h, params, buffers, options,
+                 i == last ? identity : nullptr);
+    h = acts[i].out;
+  }
 }
 
 float ResNet::forward(int slot, const float* params, float* buffers, const MicroBatch& batch,
@@ -400,7 +393,8 @@ void ResNet::backward(int slot, float* grads, const float* params, const MicroBa
     const size_t n_units = block.units.size();
     const long n_out = block.units.back().rows() * block.units.back().conv.K;
     const long n_in = static_cast<long>(block.units.front().conv.in_size());
-    be.relu_backward(g, acts[n_units - 1].out, g, n_out);  // g: the gradient of the sum
+    // g: the gradient of the sum (the previous iteration took it through this block's ReLU).
+    if (bi + 1 == p.blocks.size()) be.relu_backward(g, acts[n_units - 1].out, g, n_out);
     // The downsample shortcut's input gradient starts the block input's.
     if (block.downsample) unit_backward(block.shortcut, acts.back(), g, x, other, grads, params);
     // The main branch, last unit first; its gradients ping-pong between c and d, and with an
@@ -414,8 +408,13 @@ void ResNet::backward(int slot, float* grads, const float* params, const MicroBa
       unit_backward(block.units[i], acts[i], dy, unit_in, dx, grads, params);
       dy = dx;
     }
-    // The two paths' gradients summed (the same bits either way round).
-    be.add_inplace(other, block.downsample ? dy : g, n_in);
+    // The two paths' gradients summed (the same bits either way round); where the block input
+    // is the previous block's output (x, after its ReLU), taken through that ReLU in the pass.
+    if (bi > 0) {
+      be.add_relu_backward(other, block.downsample ? dy : g, x, n_in);
+    } else {
+      be.add_inplace(other, block.downsample ? dy : g, n_in);
+    }
     ready(block.tensors);
     std::swap(g, other);  // g: the gradient of this block's input = the previous block's output
   }

@@ -70,7 +70,6 @@ class ResNet final : public StageModel {
 
   struct UnitActs {
     float *conv = nullptr, *out = nullptr, *mean = nullptr, *var = nullptr;
-    unsigned char* relu_mask = nullptr;  // the fused batch norm + ReLU's (fused_relu)
   };
 
  private:
@@ -89,8 +88,10 @@ class ResNet final : public StageModel {
   // Places one slot's activations (and, once, the scratch) from `arena` on; returns the floats
   // used. With a null arena only counts.
   size_t lay_out(float* arena, int slots);
+  // With a `residual` (a block's last unit): out = max(0, batch norm + residual).
   void unit_forward(const Unit& u, UnitActs& a, const float* x, const float* params,
-                    float* buffers, const ForwardOptions& options);
+                    float* buffers, const ForwardOptions& options,
+                    const float* residual = nullptr);
   // A residual block from its input x; its output is the last unit's `out`.
   void block_forward(const ResNetStageBlock& block, std::vector<UnitActs>& acts, const float* x,
                      const float* params, float* buffers, const ForwardOptions& options);
@@ -105,7 +106,6 @@ class ResNet final : public StageModel {
   // Training runs the unit's batch norm and ReLU as one op (Backend::batchnorm_relu_*) where
   // the unit has a ReLU and its statistics are its own (not synchronised over replicas).
   bool fused_relu(const Unit& u) const { return u.relu && !sync_bn_; }
-  size_t relu_mask_floats(const Unit& u) const;
 
   friend size_t resnet_activation_floats(const ResNetFamily&, const ParameterLayout&, int, int);
   ResNet(const ResNetFamily& family, const ParameterLayout& layout, int B);  // plan only

@@ -186,6 +186,9 @@ TEST_CASE("elementwise: GELU, ReLU, residual, in-place and bias adds") {
   cpu().add_relu_inplace(out.c(), x.c(), n);
   gpu().add_relu_inplace(out.g(), x.g(), n);
   check_equal(out, "add_relu_inplace");
+  cpu().add_relu_backward(out.c(), x.c(), dy.c(), n);
+  gpu().add_relu_backward(out.g(), x.g(), dy.g(), n);
+  check_equal(out, "add_relu_backward");
   Twin<float> bias(random_floats(40, 23));
   cpu().add_bias(out.c(), bias.c(), n / 40, 40);
   gpu().add_bias(out.g(), bias.g(), n / 40, 40);
@@ -442,20 +445,21 @@ TEST_CASE("batch norm: fused pair and split functions") {
   check_twin(dg, kAccumulated, "dgamma (+=)");
   check_twin(db, kAccumulated, "dbeta (+=)");
 
-  // With the ReLU fused in: each backend keeps its own mask (the CUDA one none).
-  std::vector<unsigned char> cpu_mask(cpu().batchnorm_relu_mask_bytes(M, C));
-  const size_t gpu_mask_bytes = gpu().batchnorm_relu_mask_bytes(M, C);
-  auto* gpu_mask = static_cast<unsigned char*>(gpu().allocate(std::max<size_t>(gpu_mask_bytes, 1)));
-  cpu().batchnorm_relu_forward_train(out.c(), mean.c(), var.c(), cpu_mask.data(), x.c(), gamma.c(), beta.c(), M, C, eps);
-  gpu().batchnorm_relu_forward_train(out.g(), mean.g(), var.g(), gpu_mask, x.g(), gamma.g(), beta.g(), M, C, eps);
+  // With the ReLU fused in: the CPU masks where it recomputes the batch norm from beta, the
+  // CUDA backend where the output is positive.
+  cpu().batchnorm_relu_forward_train(out.c(), mean.c(), var.c(), x.c(), gamma.c(), beta.c(), M, C, eps);
+  gpu().batchnorm_relu_forward_train(out.g(), mean.g(), var.g(), x.g(), gamma.g(), beta.g(), M, C, eps);
   check_twin(out, kAccumulated, "relu(bn) out");
   check_twin(var, kAccumulated, "relu(bn) var");
-  cpu().batchnorm_relu_backward(dx.c(), dg.c(), db.c(), dy.c(), x.c(), out.c(), cpu_mask.data(), mean.c(), var.c(), gamma.c(), M, C, eps);
-  gpu().batchnorm_relu_backward(dx.g(), dg.g(), db.g(), dy.g(), x.g(), out.g(), gpu_mask, mean.g(), var.g(), gamma.g(), M, C, eps);
-  gpu().deallocate(gpu_mask);
+  cpu().batchnorm_relu_backward(dx.c(), dg.c(), db.c(), dy.c(), x.c(), out.c(), mean.c(), var.c(), gamma.c(), beta.c(), M, C, eps);
+  gpu().batchnorm_relu_backward(dx.g(), dg.g(), db.g(), dy.g(), x.g(), out.g(), mean.g(), var.g(), gamma.g(), beta.g(), M, C, eps);
   check_twin(dx, kAccumulated, "relu(bn) dinp (=)");
   check_twin(dg, kAccumulated, "relu(bn) dgamma (+=)");
   check_twin(db, kAccumulated, "relu(bn) dbeta (+=)");
+  Twin<float> residual(random_floats(x.size(), 85));
+  cpu().batchnorm_add_relu_forward_train(out.c(), mean.c(), var.c(), x.c(), gamma.c(), beta.c(), residual.c(), M, C, eps);
+  gpu().batchnorm_add_relu_forward_train(out.g(), mean.g(), var.g(), x.g(), gamma.g(), beta.g(), residual.g(), M, C, eps);
+  check_twin(out, kAccumulated, "relu(bn + residual) out");
 
   Twin<double> sums(2 * C, 0.0);
   cpu().batchnorm_sums(sums.c(), x.c(), M, C);

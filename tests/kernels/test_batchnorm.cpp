@@ -1,14 +1,17 @@
 // Batch norm: the split functions against float64 formulas and finite differences, the fused
-// oneDNN pair (with and without the ReLU fused in) against the split functions, and PyTorch's
-// running-statistics update.
+// pair (with and without the ReLU fused in) against float64 and bit for bit against the split
+// functions and separate ReLU passes, and PyTorch's running-statistics update.
 #include <doctest/doctest.h>
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "backend/backend.h"
 #include "kernels/batchnorm.h"
+#include "kernels/relu.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/tolerance.h"
 
@@ -33,6 +36,42 @@ std::vector<double> forward64(const std::vector<double>& x, const std::vector<do
     }
   }
   return y;
+}
+
+// float64 batch statistics (mean, biased variance) per channel.
+void stats64(const std::vector<double>& x, long M, int C, std::vector<double>& mean,
+             std::vector<double>& var) {
+  for (int c = 0; c < C; ++c) {
+    double mu = 0, v = 0;
+    for (long m = 0; m < M; ++m) mu += x[m * C + c];
+    mu /= M;
+    for (long m = 0; m < M; ++m) v += (x[m * C + c] - mu) * (x[m * C + c] - mu);
+    mean[c] = mu;
+    var[c] = v / M;
+  }
+}
+
+// float64 gradients of the training forward: dx = gamma rstd (dy - mean(dy) - xhat mean(dy
+// xhat)), dgamma = sum dy xhat, dbeta = sum dy.
+void backward64(const std::vector<double>& x, const std::vector<double>& gamma,
+                const std::vector<double>& dy, long M, int C, std::vector<double>& dx,
+                std::vector<double>& dgamma, std::vector<double>& dbeta) {
+  std::vector<double> mean(C), var(C);
+  stats64(x, M, C, mean, var);
+  dx.assign(x.size(), 0.0);
+  dgamma.assign(C, 0.0);
+  dbeta.assign(C, 0.0);
+  for (int c = 0; c < C; ++c) {
+    const double rstd = 1.0 / std::sqrt(var[c] + kEps);
+    for (long m = 0; m < M; ++m) {
+      dbeta[c] += dy[m * C + c];
+      dgamma[c] += dy[m * C + c] * (x[m * C + c] - mean[c]) * rstd;
+    }
+    for (long m = 0; m < M; ++m) {
+      const double xhat = (x[m * C + c] - mean[c]) * rstd;
+      dx[m * C + c] = gamma[c] * rstd * (dy[m * C + c] - dbeta[c] / M - xhat * dgamma[c] / M);
+    }
+  }
 }
 
 }  // namespace
@@ -72,47 +111,70 @@ TEST_CASE("batch norm split functions: forward and every gradient against float6
   CHECK_CLOSE(dbeta.data(), db_ref.data(), C, kFiniteDiff32, "dbeta (+=)");
 }
 
-TEST_CASE("batch norm through oneDNN matches the split functions") {
-  for (const auto& [M, C] : {std::pair<long, int>{64, 16}, {2 * 7 * 7, 24}, {13, 3}}) {
+// The shapes the fused pair is checked on: channels in scalars only, in vectors of 8, in groups of
+// 32 with vectors and scalars after them; one band of rows and several, the last one ragged; and
+// 4 MiB, from which the writing passes stream their stores.
+const std::pair<long, int> kShapes[] = {{64, 16},  {2 * 7 * 7, 24}, {13, 3},   {5, 7},
+                                        {300, 45}, {700, 72},       {16384, 64}};
+
+TEST_CASE("fused batch norm pair against float64, and the split functions bit for bit") {
+  for (const auto& [M, C] : kShapes) {
     CAPTURE(M);
     CAPTURE(C);
-    const auto x = random_floats(static_cast<size_t>(M) * C, 11, -1.0f, 2.0f);
+    const size_t n = static_cast<size_t>(M) * C;
+    const auto x = random_floats(n, 11, -1.0f, 2.0f);
     const auto gamma = random_floats(C, 12, 0.5f, 1.5f);
     const auto beta = random_floats(C, 13);
-    const auto dy = random_floats(static_cast<size_t>(M) * C, 14);
-    std::vector<float> y(x.size()), mean(C), var(C);
+    const auto dy = random_floats(n, 14);
+    std::vector<float> y(n, 99.0f), mean(C), var(C);
     sg::cpu::batchnorm_forward_train(y.data(), mean.data(), var.data(), x.data(), gamma.data(),
-                                     beta.data(), M, C, kEps);
+                                     beta.data(), nullptr, M, C, kEps, false);
+    const auto x64 = to_double(x), g64 = to_double(gamma);
+    const auto y64 = forward64(x64, g64, to_double(beta), M, C);
+    CHECK_CLOSE(y.data(), y64.data(), n, kFp32, "out");
+    std::vector<double> mean64(C), var64(C);
+    stats64(x64, M, C, mean64, var64);
+    CHECK_CLOSE(mean.data(), mean64.data(), C, kFp32, "mean");
+    CHECK_CLOSE(var.data(), var64.data(), C, kFp32, "var");
+
+    std::vector<float> dx(n, 99.0f), dgamma(C, 1.0f), dbeta(C, 2.0f);
+    sg::cpu::batchnorm_backward(dx.data(), dgamma.data(), dbeta.data(), dy.data(), x.data(),
+                                mean.data(), var.data(), gamma.data(), nullptr, M, C, kEps, false);
+    std::vector<double> dx64, dg64, db64;
+    backward64(x64, g64, to_double(dy), M, C, dx64, dg64, db64);
+    // dx is a difference of terms of the size of dy: compared at fp32 tolerance plus the
+    // cancellation of those terms.
+    CHECK_CLOSE(dx.data(), dx64.data(), n, (Tolerance{1e-4, 1e-3}), "dinp");
+    const auto dg_ref = plus(std::vector<float>(C, 1.0f), dg64);
+    const auto db_ref = plus(std::vector<float>(C, 2.0f), db64);
+    CHECK_CLOSE(dgamma.data(), dg_ref.data(), C, kFp32, "dgamma (+=)");
+    CHECK_CLOSE(dbeta.data(), db_ref.data(), C, kFp32, "dbeta (+=)");
+
+    // The split functions (what synchronised batch norm runs) give the same bits on one replica.
     std::vector<double> sums(2 * C);
-    std::vector<float> ref_mean(C), ref_var(C), ref_y(x.size());
+    std::vector<float> ref_mean(C), ref_var(C), ref_y(n);
     sg::cpu::batchnorm_sums(sums.data(), x.data(), M, C);
     sg::cpu::batchnorm_stats(ref_mean.data(), ref_var.data(), sums.data(), double(M), C);
     sg::cpu::batchnorm_normalize(ref_y.data(), x.data(), ref_mean.data(), ref_var.data(),
                                  gamma.data(), beta.data(), M, C, kEps);
-    CHECK_CLOSE(mean.data(), ref_mean.data(), C, kFp32, "mean");
-    CHECK_CLOSE(var.data(), ref_var.data(), C, kFp32, "var");
-    CHECK_CLOSE(y.data(), ref_y.data(), y.size(), kFp32, "out");
-
-    std::vector<float> dx(x.size()), dgamma(C, 1.0f), dbeta(C, 2.0f);
-    sg::cpu::batchnorm_backward(dx.data(), dgamma.data(), dbeta.data(), dy.data(), x.data(),
-                                mean.data(), var.data(), gamma.data(), M, C, kEps);
-    std::vector<float> ref_dx(x.size()), ref_dgamma(C, 1.0f), ref_dbeta(C, 2.0f);
+    CHECK(ref_mean == mean);
+    CHECK(ref_var == var);
+    CHECK(ref_y == y);
+    std::vector<float> ref_dx(n), ref_dgamma(C, 1.0f), ref_dbeta(C, 2.0f);
     std::vector<double> bsums(2 * C);
     sg::cpu::batchnorm_backward_sums(bsums.data(), ref_dgamma.data(), ref_dbeta.data(), dy.data(),
-                                     x.data(), ref_mean.data(), ref_var.data(), M, C, kEps);
+                                     x.data(), mean.data(), var.data(), M, C, kEps);
     sg::cpu::batchnorm_backward_input(ref_dx.data(), bsums.data(), dy.data(), x.data(),
-                                      ref_mean.data(), ref_var.data(), gamma.data(), double(M),
-                                      M, C, kEps);
-    // dx is a difference of terms of the size of dy: compared at fp32 tolerance plus the
-    // cancellation of those terms.
-    CHECK_CLOSE(dx.data(), ref_dx.data(), dx.size(), (Tolerance{1e-4, 1e-3}), "dinp");
-    CHECK_CLOSE(dgamma.data(), ref_dgamma.data(), C, kFp32, "dgamma (+=)");
-    CHECK_CLOSE(dbeta.data(), ref_dbeta.data(), C, kFp32, "dbeta (+=)");
+                                      mean.data(), var.data(), gamma.data(), double(M), M, C,
+                                      kEps);
+    CHECK(ref_dx == dx);
+    CHECK(ref_dgamma == dgamma);
+    CHECK(ref_dbeta == dbeta);
   }
 }
 
-TEST_CASE("batch norm + ReLU through oneDNN matches the split functions and a separate ReLU") {
-  for (const auto& [M, C] : {std::pair<long, int>{64, 16}, {2 * 7 * 7, 24}, {13, 3}, {5, 7}}) {
+TEST_CASE("batch norm + ReLU fused: the unfused pair with ReLU passes around it, bit for bit") {
+  for (const auto& [M, C] : kShapes) {
     CAPTURE(M);
     CAPTURE(C);
     const size_t n = static_cast<size_t>(M) * C;
@@ -120,65 +182,110 @@ TEST_CASE("batch norm + ReLU through oneDNN matches the split functions and a se
     const auto gamma = random_floats(C, 32, 0.5f, 1.5f);
     const auto beta = random_floats(C, 33);
     const auto dy = random_floats(n, 34);
-    const size_t mask_bytes = sg::cpu::batchnorm_relu_mask_bytes(M, C);
-    CHECK(mask_bytes > 0);
-    CHECK(mask_bytes <= n);  // at most a byte per element
-    // Guard bytes after the mask: the forward writes no more than it said.
-    std::vector<unsigned char> mask(mask_bytes + 64, 0xA5);
     std::vector<float> y(n, 99.0f), mean(C), var(C);
-    sg::cpu::batchnorm_relu_forward_train(y.data(), mean.data(), var.data(), mask.data(), x.data(),
-                                          gamma.data(), beta.data(), M, C, kEps);
-    for (size_t i = mask_bytes; i < mask.size(); ++i) REQUIRE(mask[i] == 0xA5);
-
-    std::vector<double> sums(2 * C);
-    std::vector<float> ref_mean(C), ref_var(C), ref_y(n);
-    sg::cpu::batchnorm_sums(sums.data(), x.data(), M, C);
-    sg::cpu::batchnorm_stats(ref_mean.data(), ref_var.data(), sums.data(), double(M), C);
-    sg::cpu::batchnorm_normalize(ref_y.data(), x.data(), ref_mean.data(), ref_var.data(),
-                                 gamma.data(), beta.data(), M, C, kEps);
+    sg::cpu::batchnorm_forward_train(y.data(), mean.data(), var.data(), x.data(), gamma.data(),
+                                     beta.data(), nullptr, M, C, kEps, true);
+    std::vector<float> y2(n), mean2(C), var2(C);
+    sg::cpu::batchnorm_forward_train(y2.data(), mean2.data(), var2.data(), x.data(), gamma.data(),
+                                     beta.data(), nullptr, M, C, kEps, false);
     int zeros = 0;
-    for (float& v : ref_y) {
+    for (float& v : y2) {
       v = v > 0.0f ? v : 0.0f;
       zeros += v == 0.0f;
     }
     CHECK(zeros > 0);
     CHECK(zeros < static_cast<int>(n));  // both sides of the ReLU are exercised
-    CHECK_CLOSE(mean.data(), ref_mean.data(), C, kFp32, "mean");
-    CHECK_CLOSE(var.data(), ref_var.data(), C, kFp32, "var");
-    CHECK_CLOSE(y.data(), ref_y.data(), n, kFp32, "out = relu(bn)");
+    CHECK(y2 == y);
+    CHECK(mean2 == mean);
+    CHECK(var2 == var);
 
-    // Backward: the ReLU's mask from the output, then the batch norm's gradient.
-    std::vector<float> dx(n), dgamma(C, 1.0f), dbeta(C, 2.0f);
-    sg::cpu::batchnorm_relu_backward(dx.data(), dgamma.data(), dbeta.data(), dy.data(), x.data(),
-                                     mask.data(), mean.data(), var.data(), gamma.data(), M, C,
-                                     kEps);
+    // Backward: the ReLU's mask from the output, then the batch norm's gradient. The fused
+    // backward recomputes the mask from x and beta; a wrong beta or scale would flip some.
+    std::vector<float> dx(n, 99.0f), dgamma(C, 1.0f), dbeta(C, 2.0f);
+    sg::cpu::batchnorm_backward(dx.data(), dgamma.data(), dbeta.data(), dy.data(), x.data(),
+                                mean.data(), var.data(), gamma.data(), beta.data(), M, C, kEps,
+                                true);
     std::vector<float> masked(n);
     for (size_t i = 0; i < n; ++i) masked[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-    std::vector<float> ref_dx(n), ref_dgamma(C, 1.0f), ref_dbeta(C, 2.0f);
-    std::vector<double> bsums(2 * C);
-    sg::cpu::batchnorm_backward_sums(bsums.data(), ref_dgamma.data(), ref_dbeta.data(),
-                                     masked.data(), x.data(), ref_mean.data(), ref_var.data(), M,
-                                     C, kEps);
-    sg::cpu::batchnorm_backward_input(ref_dx.data(), bsums.data(), masked.data(), x.data(),
-                                      ref_mean.data(), ref_var.data(), gamma.data(), double(M),
-                                      M, C, kEps);
-    CHECK_CLOSE(dx.data(), ref_dx.data(), n, (Tolerance{1e-4, 1e-3}), "dinp");
-    CHECK_CLOSE(dgamma.data(), ref_dgamma.data(), C, kFp32, "dgamma (+=)");
-    CHECK_CLOSE(dbeta.data(), ref_dbeta.data(), C, kFp32, "dbeta (+=)");
-
-    // The fused pair is the unfused pair with ReLU passes around it, bit for bit.
-    std::vector<float> y2(n), mean2(C), var2(C);
-    sg::cpu::batchnorm_forward_train(y2.data(), mean2.data(), var2.data(), x.data(), gamma.data(),
-                                     beta.data(), M, C, kEps);
-    for (float& v : y2) v = v > 0.0f ? v : 0.0f;
-    CHECK(y2 == y);
     std::vector<float> dx2(n), dgamma2(C, 1.0f), dbeta2(C, 2.0f);
     sg::cpu::batchnorm_backward(dx2.data(), dgamma2.data(), dbeta2.data(), masked.data(), x.data(),
-                                mean.data(), var.data(), gamma.data(), M, C, kEps);
+                                mean.data(), var.data(), gamma.data(), nullptr, M, C, kEps, false);
     CHECK(dx2 == dx);
     CHECK(dgamma2 == dgamma);
     CHECK(dbeta2 == dbeta);
   }
+}
+
+TEST_CASE("batch norm + residual + ReLU: the batch norm then add_relu_inplace, bit for bit") {
+  for (const auto& [M, C] : kShapes) {
+    CAPTURE(M);
+    CAPTURE(C);
+    const size_t n = static_cast<size_t>(M) * C;
+    const auto x = random_floats(n, 51, -2.0f, 2.0f), residual = random_floats(n, 52);
+    const auto gamma = random_floats(C, 53, 0.5f, 1.5f), beta = random_floats(C, 54);
+    std::vector<float> y(n, 99.0f), mean(C), var(C), y2(n), mean2(C), var2(C);
+    sg::cpu::batchnorm_forward_train(y.data(), mean.data(), var.data(), x.data(), gamma.data(),
+                                     beta.data(), residual.data(), M, C, kEps, true);
+    sg::cpu::batchnorm_forward_train(y2.data(), mean2.data(), var2.data(), x.data(),
+                                     gamma.data(), beta.data(), nullptr, M, C, kEps, false);
+    sg::cpu::add_relu_inplace(y2.data(), residual.data(), M * C);
+    CHECK(std::count(y.begin(), y.end(), 0.0f) > 0);
+    CHECK(y == y2);
+    CHECK(mean == mean2);
+    CHECK(var == var2);
+  }
+}
+
+TEST_CASE("CPU backend: the fused residual ops are Backend's compositions, bit for bit") {
+  sg::Backend& be = sg::cpu_backend();
+  const long M = 300;
+  const int C = 45;
+  const size_t n = static_cast<size_t>(M) * C;
+  const auto x = random_floats(n, 61, -2.0f, 2.0f), r = random_floats(n, 62);
+  const auto gamma = random_floats(C, 63, 0.5f, 1.5f), beta = random_floats(C, 64);
+  std::vector<float> y(n), mean(C), var(C), y2(n), mean2(C), var2(C);
+  be.batchnorm_add_relu_forward_train(y.data(), mean.data(), var.data(), x.data(), gamma.data(),
+                                      beta.data(), r.data(), M, C, kEps);
+  be.Backend::batchnorm_add_relu_forward_train(y2.data(), mean2.data(), var2.data(), x.data(),
+                                               gamma.data(), beta.data(), r.data(), M, C, kEps);
+  CHECK(y == y2);
+  CHECK(mean == mean2);
+  CHECK(var == var2);
+  auto acc = random_floats(n, 65), acc2 = acc;
+  be.add_relu_backward(acc.data(), r.data(), y.data(), static_cast<long>(n));
+  be.Backend::add_relu_backward(acc2.data(), r.data(), y.data(), static_cast<long>(n));
+  CHECK(acc == acc2);
+  CHECK(std::count(acc.begin(), acc.end(), 0.0f) > 0);
+}
+
+TEST_CASE("fused batch norm pair: the same bits on any thread count, sums exact far from zero") {
+  const long M = 900;  // several bands
+  const int C = 45;    // groups of 32, vectors of 8, scalars
+  const size_t n = static_cast<size_t>(M) * C;
+  auto x = random_floats(n, 41, -1.0f, 1.0f);
+  for (float& v : x) v += 1000.0f;  // var / mean^2 ~ 3e-7: float sums of squares would not do
+  const auto gamma = random_floats(C, 42, 0.5f, 1.5f);
+  const auto beta = random_floats(C, 43);
+  const auto dy = random_floats(n, 44);
+  auto run = [&](std::vector<float>& y, std::vector<float>& dx, std::vector<float>& dg) {
+    std::vector<float> mean(C), var(C), db(C, 0.0f);
+    sg::cpu::batchnorm_forward_train(y.data(), mean.data(), var.data(), x.data(), gamma.data(),
+                                     beta.data(), nullptr, M, C, kEps, true);
+    sg::cpu::batchnorm_backward(dx.data(), dg.data(), db.data(), dy.data(), x.data(), mean.data(),
+                                var.data(), gamma.data(), beta.data(), M, C, kEps, true);
+    std::vector<double> mean64(C), var64(C);
+    stats64(to_double(x), M, C, mean64, var64);
+    CHECK_CLOSE(var.data(), var64.data(), C, kFp32, "var of values near 1000");
+  };
+  std::vector<float> y1(n), dx1(n), dg1(C, 0.0f), y2(n), dx2(n), dg2(C, 0.0f);
+  run(y1, dx1, dg1);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(saved == 1 ? 3 : 1);
+  run(y2, dx2, dg2);
+  omp_set_num_threads(saved);
+  CHECK(y1 == y2);
+  CHECK(dx1 == dx2);
+  CHECK(dg1 == dg2);
 }
 
 TEST_CASE("running statistics: momentum average with the unbiased batch variance") {

@@ -100,6 +100,21 @@ TEST_CASE("add_relu_inplace is add_inplace then relu_forward, bit for bit") {
   CHECK(a == b);
 }
 
+TEST_CASE("add_relu_backward is add_inplace then relu_backward, bit for bit") {
+  std::vector<float> acc = {1.0f, 2.0f, -3.0f, 4.0f, 5.0f};
+  const std::vector<float> g = {0.5f, 0.25f, 1.0f, -4.0f, 0.125f};
+  const std::vector<float> out = {1.0f, 0.0f, 2.0f, -1.0f, 1e-30f};  // the ReLU's output
+  sg::cpu::add_relu_backward(acc.data(), g.data(), out.data(), 5);
+  CHECK(acc == std::vector<float>{1.5f, 0.0f, -2.0f, 0.0f, 5.125f});
+  const long n = 10007;  // ragged against any vector width and thread split
+  auto a = random_floats(n, 43), b = a;
+  const auto c = random_floats(n, 44), y = random_floats(n, 45);
+  sg::cpu::add_relu_backward(a.data(), c.data(), y.data(), n);
+  sg::cpu::add_inplace(b.data(), c.data(), n);
+  sg::cpu::relu_backward(b.data(), y.data(), b.data(), n);
+  CHECK(a == b);
+}
+
 TEST_CASE("sgd_update matches float64 torch.optim.SGD (momentum, weight decay, Nesterov)") {
   constexpr long n = 517;
   const double lr = 0.1, momentum = 0.9;

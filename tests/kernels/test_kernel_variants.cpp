@@ -70,7 +70,8 @@ TEST_CASE("kernel variants: the build's variants, and the widest this CPU runs i
   }
   CHECK(cpu::kernel_table_for("no-such-isa") == nullptr);
   if (variants.size() == 1) MESSAGE("this build holds only the " << variants[0].isa << " kernels");
-  for (const cpu::KernelTable* t : wider_variants()) MESSAGE("comparing " << std::string(t->isa) << " with baseline");
+  for (const cpu::KernelTable* t : wider_variants())
+    MESSAGE("comparing " << std::string(t->isa) << " with baseline");
 }
 
 TEST_CASE("kernel variants: layernorm, GELU, residual, bias") {
@@ -92,7 +93,8 @@ TEST_CASE("kernel variants: layernorm, GELU, residual, bias") {
 }
 
 TEST_CASE("kernel variants: attention forward and backward") {
-  const auto qkv = random_floats(size_t(B) * T * 3 * C, 5), dout = random_floats(size_t(B) * T * C, 6);
+  const auto qkv = random_floats(size_t(B) * T * 3 * C, 5),
+             dout = random_floats(size_t(B) * T * C, 6);
   expect_variants_agree("attention", [&](const cpu::KernelTable& k) {
     std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T),
         dqkv(size_t(B) * T * 3 * C, 0.f);
@@ -125,10 +127,43 @@ TEST_CASE("kernel variants: embeddings, matmul, cross-entropy, AdamW") {
       k.adamw_update(params.data(), m.data(), v.data(), grads.data(), long(params.size()), 1e-3f,
                      0.9f, 0.95f, 1e-8f, 0.1f, step);
     }
-    const std::vector<float> norm{static_cast<float>(k.sum_of_squares(grads.data(), long(grads.size())))};
-    return std::vector<std::vector<float>>{emb, dwte, dwpe, logits, losses, dlogits, dx, dw, dbias,
-                                           params, m, v, norm};
+    const std::vector<float> norm{
+        static_cast<float>(k.sum_of_squares(grads.data(), long(grads.size())))};
+    return std::vector<std::vector<float>>{emb, dwte,  dwpe,   logits, losses, dlogits, dx,
+                                           dw,  dbias, params, m,      v,      norm};
   });
+}
+
+TEST_CASE("kernel variants: batch norm with and without the ReLU fused in") {
+  // Two bands, the last ragged, with a group of 32 channels, a vector of 8 and 5 in scalars; and
+  // 4 MiB, written with streaming stores.
+  for (const auto& [M, Cb] : {std::pair<long, int>{300, 45}, {16384, 64}}) {
+    const size_t n = size_t(M) * Cb;
+    const auto x = random_floats(n, 15), dy = random_floats(n, 16);
+    const auto gamma = random_floats(Cb, 17), beta = random_floats(Cb, 18);
+    expect_variants_agree("batch norm (+ ReLU)", [&](const cpu::KernelTable& k) {
+      std::vector<std::vector<float>> outs;
+      for (const bool relu : {false, true}) {
+        std::vector<float> y(n), mean(Cb), var(Cb), dx(n), dg(Cb, 0.f), db(Cb, 0.f);
+        k.batchnorm_forward_train(y.data(), mean.data(), var.data(), x.data(), gamma.data(),
+                                  beta.data(), nullptr, M, Cb, 1e-5f, relu);
+        k.batchnorm_backward(dx.data(), dg.data(), db.data(), dy.data(), x.data(), mean.data(),
+                             var.data(), gamma.data(), beta.data(), M, Cb, 1e-5f, relu);
+        // Within each variant the fused ReLU's backward masks exactly where its forward zeroed.
+        if (relu) {
+          std::vector<float> masked(n), dx2(n), dg2(Cb, 0.f), db2(Cb, 0.f);
+          for (size_t i = 0; i < n; ++i) masked[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+          k.batchnorm_backward(dx2.data(), dg2.data(), db2.data(), masked.data(), x.data(),
+                               mean.data(), var.data(), gamma.data(), nullptr, M, Cb, 1e-5f, false);
+          INFO("variant " << std::string(k.isa));
+          CHECK(dx2 == dx);
+          CHECK(dg2 == dg);
+        }
+        for (auto* v : {&y, &mean, &var, &dx, &dg, &db}) outs.push_back(*v);
+      }
+      return outs;
+    });
+  }
 }
 
 }  // namespace
