@@ -87,7 +87,8 @@ namespace sg::cpu::inline SG_CPU_ISA {
 // (winograd_fits): the same contracts as the three passes above, results that differ from the
 // direct convolution's by rounding (the transforms scale by up to 8 and 1/24). The CPU
 // convolution uses it for the shapes where it measured faster than oneDNN's (winograd_applies:
-// those with at least 64 output tiles of 4x4 in the batch).
+// those with at least 64 output tiles of 4x4 in the batch), and for the weight gradient of every
+// shape it fits.
 bool winograd_fits(const Conv2dShape& s);
 bool winograd_applies(const Conv2dShape& s);
 void conv2d_winograd_forward(float* out, const float* inp, const float* weight,
