@@ -16,11 +16,12 @@
 // Hand-written loops (kernels/cpu/batchnorm.cpp), one copy per instruction-set variant.
 namespace sg::cpu::inline SG_CPU_ISA {
 
-// The fused pair: the split functions' passes below with the sums kept inside (the forward
-// reads inp twice, the backward inp and dout twice). With `relu` the ReLU that follows is fused
-// in: out = max(0, batch norm of inp), and the backward takes dout as the gradient of that output
-// and masks it where the batch norm of inp is not positive, recomputed from inp, gamma and beta
-// exactly as the forward computed it (so beta must be the forward's; unused without `relu`).
+// The fused pair (nothing written for M or C of 0): the split functions' passes below with the
+// sums kept inside (the forward reads inp twice, the backward inp and dout twice). With `relu`
+// the ReLU that follows is fused in: out = max(0, batch norm of inp), and the backward takes dout
+// as the gradient of that output and masks it where the batch norm of inp is not positive,
+// recomputed from inp, gamma and beta exactly as the forward computed it (so beta must be the
+// forward's; unused without `relu`).
 // A non-null `residual` is added before the ReLU: out = max(0, batch norm of inp + residual),
 // bit for bit the batch norm then add_relu_inplace; its backward is the pair's without `relu`
 // (the ReLU's mask then depends on the residual: add_relu_backward applies it).

@@ -8,8 +8,8 @@
 // recomputes x * scale + shift > 0 from x, which it reads anyway, with the forward's scale and
 // shift, bit for bit the forward's test. oneDNN 2.6's fused pair, used before, made 4 and 5
 // passes plus a bit mask; on ResNet-50's 53 batch norms at batch 8 (bench/bn_bench.cpp, 2
-// AVX-512 threads) this pair is level with it with the data in memory, as in a training step,
-// and about 20 % faster with the data in cache.
+// AVX-512 threads) this pair is level with it forward and some 15 % slower backward with the
+// data in memory, as in a training step, and about 20 % faster both ways with the data in cache.
 //
 // Column sums run in double, over bands of rows fixed by M and C, each band's in registers 8
 // channels a vector (runs of 16 rows in float first), then the bands added in order, so the bits
@@ -41,13 +41,17 @@ typedef double v8d __attribute__((vector_size(64)));
 // The outputs of the two writing passes (out, dinp) go to memory with streaming stores when
 // they are larger than a core's L2: they are read next by a convolution, long after, and the
 // stores then skip reading the lines in first. Inside ResNet-50's step (batch 8, 2 AVX-512
-// threads, three A/B pairs) that took the batch-norm forwards from 67-80 to 52-76 ms a step and
-// the backwards from 104-117 to 83-97, the convolutions reading them no slower.
+// threads, three A/B pairs against plain stores) that took the batch-norm forwards from 75-87
+// to 64-80 ms a step and the backwards from 109-120 to 94-112, the convolutions reading them no
+// slower; bench/bn_bench.cpp cannot tell the two apart.
+// The stores are two 16-byte halves (SSE's, on every x86-64; the write-combining buffers join
+// them into lines), so 16-byte alignment suffices: malloc's (glibc maps large blocks at 16 past
+// a page) as well as the model's arena (64).
 constexpr long kStreamBytes = 4L << 20;
 bool streams(const float* p, long M, int C) {
 #ifdef SG_STREAMING_STORES
   return M * C * static_cast<long>(sizeof(float)) >= kStreamBytes && C % 8 == 0 &&
-         reinterpret_cast<uintptr_t>(p) % 32 == 0;
+         reinterpret_cast<uintptr_t>(p) % 16 == 0;
 #else
   (void)p, (void)M, (void)C;
   return false;
@@ -56,12 +60,8 @@ bool streams(const float* p, long M, int C) {
 inline void put8(float* p, v8 v, bool stream) {
 #ifdef SG_STREAMING_STORES
   if (stream) {
-#ifdef __AVX__
-    _mm256_stream_ps(p, reinterpret_cast<__m256>(v));
-#else
     _mm_stream_ps(p, __m128{v[0], v[1], v[2], v[3]});
     _mm_stream_ps(p + 4, __m128{v[4], v[5], v[6], v[7]});
-#endif
     return;
   }
 #endif
@@ -178,13 +178,13 @@ void column_sums(double* out, long M, int C, const F& f) {
 
 // Calls f.vec(m, c) for every row m and every 8 channels from c, f.one(m, c) for the last
 // C % 8 channels, the rows split between the threads; each thread then fences its streaming
-// stores, so they are in memory before the region ends.
+// stores, so they are in memory before the region's closing barrier.
 template <class F>
 void for_each_row(long M, int C, const F& f) {
   const int C8 = C / 8 * 8;
 #pragma omp parallel
   {
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (long m = 0; m < M; ++m) {
       for (int c = 0; c < C8; c += 8) f.vec(m, c);
       for (int c = C8; c < C; ++c) f.one(m, c);
@@ -356,6 +356,7 @@ void batchnorm_backward_input(float* dinp, const double* sums, const float* dout
 void batchnorm_forward_train(float* out, float* mean, float* var, const float* inp,
                              const float* gamma, const float* beta, const float* residual, long M,
                              int C, float eps, bool relu) {
+  if (M <= 0 || C <= 0) return;  // no statistics of no rows (as the CUDA backend)
   std::vector<double> sums(2 * static_cast<size_t>(C));
   batchnorm_sums(sums.data(), inp, M, C);
   batchnorm_stats(mean, var, sums.data(), static_cast<double>(M), C);
@@ -365,6 +366,7 @@ void batchnorm_forward_train(float* out, float* mean, float* var, const float* i
 void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
                         const float* inp, const float* mean, const float* var, const float* gamma,
                         const float* beta, long M, int C, float eps, bool relu) {
+  if (M <= 0 || C <= 0) return;
   std::vector<double> sums(2 * static_cast<size_t>(C));
   if (!relu) {
     backward_sums(sums.data(), dgamma, dbeta, dout, inp, mean, var, nullptr, M, C, eps);

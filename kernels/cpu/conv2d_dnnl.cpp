@@ -278,8 +278,13 @@ void conv2d_backward(float* dinp, float* dweight, const float* dout, const float
   }
   ConvEntry& c = entry_for(s);
   checked("convolution backward", [&] {
-    // The forward's layouts are the backward passes' too, so dout is reordered once for both.
-    memory diff_dst = as_layout(c.user_dst, c.bwd_data_pd.diff_dst_desc(), dout, 0);
+    // The forward's layouts are the backward passes' too, so dout is reordered once for both
+    // (and not at all when only the weight gradient is wanted and it runs elsewhere).
+    const bool weights_elsewhere = gemm_weights(s) || by_winograd_weights(s);
+    memory diff_dst;
+    if (dinp != nullptr || (dweight != nullptr && !weights_elsewhere)) {
+      diff_dst = as_layout(c.user_dst, c.bwd_data_pd.diff_dst_desc(), dout, 0);
+    }
     if (dweight != nullptr) {
       if (gemm_weights(s)) {
         conv2d_1x1_backward_weights(dweight, dout, inp, s);
