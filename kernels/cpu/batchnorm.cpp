@@ -8,8 +8,8 @@
 // recomputes x * scale + shift > 0 from x, which it reads anyway, with the forward's scale and
 // shift, bit for bit the forward's test. oneDNN 2.6's fused pair, used before, made 4 and 5
 // passes plus a bit mask; on ResNet-50's 53 batch norms at batch 8 (bench/bn_bench.cpp, 2
-// AVX-512 threads) this pair is level with it forward and some 15 % slower backward with the
-// data in memory, as in a training step, and about 20 % faster both ways with the data in cache.
+// AVX-512 threads) this pair is level with it with the data in memory, as in a training step,
+// and about 20 % faster with the data in cache.
 //
 // Column sums run in double, over bands of rows fixed by M and C, each band's in registers 8
 // channels a vector (runs of 16 rows in float first), then the bands added in order, so the bits
@@ -89,8 +89,8 @@ struct Affine {
 inline v8 affine(v8 x, const float* sc, const float* sh) { return x * load8(sc) + load8(sh); }
 inline float affine(float x, float sc, float sh) { return x * sc + sh; }
 
-// Rows per band: about 256 KB of the matrix (in L2 while the band's channels are walked), at
-// least 64 rows so the bands' partial sums stay a few per cent of the data.
+// Rows per band, fixed by C (the bits depend on the bands, never on the threads): about 256 KB
+// of the matrix, at least 64 rows so the bands' partial sums stay a few per cent of the data.
 long band_rows(int C) { return std::clamp(65536L / std::max(C, 1), 64L, 256L); }
 
 // The bands' partial sums, kept per thread between calls. A plain buffer: a thread_local
@@ -118,9 +118,16 @@ struct Partials {
 // all the way ran at 18-26 GB/s on 2 AVX-512 cores, runs of 16 at the read bandwidth (32-34).
 constexpr long kRun = 16;
 
-// Sums a band's rows [m0, m1) of G groups of 8 channels from c into acc (see column_sums).
+// Two ways to walk a band, adding the same values in the same order per channel (so the same
+// bits); which is faster depends on how many tensors the sums read. Measured from memory on
+// ResNet-50's 53 shapes (bench/bn_bench.cpp, 2 AVX-512 threads, three alternated runs): the
+// forward's sums of x alone ran down the rows (29-30 ms a step against 32-34 across), the
+// backward's sums of x and dy across them (the whole backward 95-103 ms against 99-113).
+
+// Down the rows: a band's rows [m0, m1) of G groups of 8 channels from c into acc (see
+// column_sums), the sums in registers.
 template <int G, class F>
-void band_sums(double* acc, long m0, long m1, int c, int C, const F& f) {
+void band_sums_down(double* acc, long m0, long m1, int c, int C, const F& f) {
   v8 shift[G];
   for (int g = 0; g < G; ++g) shift[g] = f.shift(m0, std::min(m1, m0 + kRun), c + 8 * g);
   v8d s[G] = {}, q[G] = {};
@@ -142,9 +149,57 @@ void band_sums(double* acc, long m0, long m1, int c, int C, const F& f) {
   }
 }
 
+// Channels the walk across takes at once: their float and double sums (28 KiB) stay in cache.
+constexpr int kChunk = 1024;
+
+inline v8d load8d(const double* p) {
+  v8d v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8d(double* p, v8d v) { std::memcpy(p, &v, sizeof v); }
+
+// Across the rows: a band's rows [m0, m1) of the channels [c0, c0 + width) (width a multiple of
+// 8, at most kChunk) into acc, row by row, each row's channels in turn into float sums in
+// memory, which join the double ones every kRun rows: one stream per tensor for the prefetchers.
+template <class F>
+void band_sums_across(double* acc, long m0, long m1, int c0, int width, int C, const F& f) {
+  const int G = width / 8;
+  alignas(64) float fs[kChunk], fq[kChunk], shift[kChunk];
+  alignas(64) double s[kChunk], q[kChunk];
+  const long first_end = std::min(m1, m0 + kRun);
+  for (int g = 0; g < G; ++g) store8(shift + 8 * g, f.shift(m0, first_end, c0 + 8 * g));
+  std::fill(s, s + width, 0.0);
+  std::fill(q, q + width, 0.0);
+  for (long r = m0; r < m1; r += kRun) {
+    std::fill(fs, fs + width, 0.0f);
+    std::fill(fq, fq + width, 0.0f);
+    const long end = std::min(m1, r + kRun);
+    for (long m = r; m < end; ++m) {
+      for (int g = 0; g < G; ++g) {
+        v8 a = load8(fs + 8 * g), b = load8(fq + 8 * g);
+        f.vec(m, c0 + 8 * g, load8(shift + 8 * g), a, b);
+        store8(fs + 8 * g, a);
+        store8(fq + 8 * g, b);
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      store8d(s + 8 * g, load8d(s + 8 * g) + widen(load8(fs + 8 * g)));
+      store8d(q + 8 * g, load8d(q + 8 * g) + widen(load8(fq + 8 * g)));
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    v8d a = load8d(s + 8 * g), b = load8d(q + 8 * g);
+    f.unshift(a, b, widen(load8(shift + 8 * g)), static_cast<double>(m1 - m0));
+    store8d(acc + c0 + 8 * g, a);
+    store8d(acc + C + c0 + 8 * g, b);
+  }
+}
+
 // out[0..C) = sum over rows of s(m, c), out[C..2C) = sum of q(m, c), in double. Each band sums
-// its rows in order, 32 (then 8) channels at a time in registers, runs of kRun rows in float,
-// the last C % 8 channels in double; the bands' sums are then added in band order.
+// its rows in order, 8 channels a vector, runs of kRun rows in float, walking down or across
+// the rows as F::kAcross says, the last C % 8 channels in double; the bands' sums are then added
+// in band order.
 // f.vec(m, c, shift, s, q) adds row m's 8 channels from c to s and q, in float, relative to
 // f.shift(m0, m1, c) (computed from a band's first rows: float sums of squares of values far
 // from zero would lose the variance), and f.unshift(s, q, shift, rows) turns a band's sums back
@@ -160,8 +215,14 @@ void column_sums(double* out, long M, int C, const F& f) {
   for (long b = 0; b < bands; ++b) {
     double* acc = part + b * 2 * C;
     const long m0 = b * rows, m1 = std::min(M, m0 + rows);
-    for (int c = 0; c < C32; c += 32) band_sums<4>(acc, m0, m1, c, C, f);
-    for (int c = C32; c < C8; c += 8) band_sums<1>(acc, m0, m1, c, C, f);
+    if constexpr (F::kAcross) {
+      for (int c0 = 0; c0 < C8; c0 += kChunk) {
+        band_sums_across(acc, m0, m1, c0, std::min(kChunk, C8 - c0), C, f);
+      }
+    } else {
+      for (int c = 0; c < C32; c += 32) band_sums_down<4>(acc, m0, m1, c, C, f);
+      for (int c = C32; c < C8; c += 8) band_sums_down<1>(acc, m0, m1, c, C, f);
+    }
     for (int c = C8; c < C; ++c) {
       double s = 0, q = 0;
       for (long m = m0; m < m1; ++m) f.one(m, c, s, q);
@@ -198,6 +259,7 @@ void for_each_row(long M, int C, const F& f) {
 // sums[c] = sum x, sums[C+c] = sum x^2, from the sums of d = x - k with k the mean of a band's
 // first rows: sum x = sum d + n k, sum x^2 = sum d^2 + 2 k sum d + n k^2.
 struct XSums {
+  static constexpr bool kAcross = false;
   const float* x;
   int C;
   v8 shift(long m0, long m1, int c) const {
@@ -249,6 +311,7 @@ void normalize(float* out, const float* x, const Affine& a, const float* r, long
 // sums[c] = sum dy', sums[C+c] = sum dy' (x - mean), dy' = dy or, with a ReLU (a non-null
 // affine), dy where x * scale + shift > 0 and 0 elsewhere.
 struct DySums {
+  static constexpr bool kAcross = true;
   const float *dy, *x, *mean, *sc, *sh;
   int C;
   v8 shift(long, long, int) const { return v8{}; }  // x - mean is centred already
