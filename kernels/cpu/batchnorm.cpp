@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <vector>
 
 #include "kernels/batchnorm.h"
@@ -430,17 +431,13 @@ void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* d
                         const float* inp, const float* mean, const float* var, const float* gamma,
                         const float* beta, long M, int C, float eps, bool relu) {
   if (M <= 0 || C <= 0) return;
+  std::optional<Affine> forward;  // the forward's normalisation, for the ReLU's mask
+  if (relu) forward.emplace(mean, var, gamma, beta, C, eps);
+  const Affine* mask = forward ? &*forward : nullptr;
   std::vector<double> sums(2 * static_cast<size_t>(C));
-  if (!relu) {
-    backward_sums(sums.data(), dgamma, dbeta, dout, inp, mean, var, nullptr, M, C, eps);
-    backward_input(dinp, sums.data(), dout, inp, mean, var, gamma, nullptr, static_cast<double>(M),
-                   M, C, eps);
-    return;
-  }
-  const Affine forward(mean, var, gamma, beta, C, eps);
-  backward_sums(sums.data(), dgamma, dbeta, dout, inp, mean, var, &forward, M, C, eps);
-  backward_input(dinp, sums.data(), dout, inp, mean, var, gamma, &forward, static_cast<double>(M),
-                 M, C, eps);
+  backward_sums(sums.data(), dgamma, dbeta, dout, inp, mean, var, mask, M, C, eps);
+  backward_input(dinp, sums.data(), dout, inp, mean, var, gamma, mask, static_cast<double>(M), M,
+                 C, eps);
 }
 
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean,
