@@ -4,8 +4,9 @@
 // and pixels are a pure function of (seed, split seed, i % count), so batches are reproducible
 // on any process count. The class prototypes depend on the job's seed only, so the train and
 // validation splits (different split seeds) show the same classes. Each class has a prototype (a colour and a low-frequency stripe pattern); an
-// image is its class's prototype plus unit Gaussian noise, so a network can learn the classes
-// but not instantly.
+// image is its class's prototype plus noise of unit variance (near-Gaussian: each value a sum of
+// four uniforms), so a network can learn the classes but not instantly. A batch of eight
+// 224x224 images takes about 2 ms on two cores (synthetic_images.cpp).
 #include <cstdint>
 
 #include "data/batch_source.h"

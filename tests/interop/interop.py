@@ -355,14 +355,13 @@ def splitmix64(state):
 
 
 class Rng:
-    """util/rng.h: SplitMix64-seeded xoshiro256**, Box-Muller normals."""
+    """util/rng.h: SplitMix64-seeded xoshiro256**."""
 
     def __init__(self, seed):
         self.s = []
         for _ in range(4):
             seed, word = splitmix64(seed)
             self.s.append(word)
-        self.spare = None
 
     def next_u64(self):
         s = self.s
@@ -380,16 +379,6 @@ class Rng:
     def uniform(self):
         return (self.next_u64() >> 11) * 2.0 ** -53
 
-    def normal(self):
-        if self.spare is not None:
-            value, self.spare = self.spare, None
-            return value
-        u1, u2 = self.uniform(), self.uniform()
-        u1 = max(u1, 1e-300)
-        r = math.sqrt(-2.0 * math.log(u1))
-        self.spare = r * math.sin(2.0 * math.pi * u2)
-        return r * math.cos(2.0 * math.pi * u2)
-
 
 def mix(a, b):
     return splitmix64((a ^ (b * 0x9E3779B97F4A7C15)) & MASK)[1]
@@ -400,7 +389,7 @@ def synthetic_images(seed, split_seed, count, n):
     f32 = np.float32
     images = np.zeros((n, 3, IMAGE, IMAGE), np.float32)
     labels = []
-    ys, xs = np.meshgrid(np.arange(IMAGE, dtype=f32), np.arange(IMAGE, dtype=f32), indexing="ij")
+    scale = f32(math.sqrt(3.0) / 65536.0)
     for b in range(n):
         image = b % count
         label = mix(split_seed, image) % CLASSES
@@ -409,15 +398,21 @@ def synthetic_images(seed, split_seed, count, n):
         colour, phase = [], []
         for _ in range(3):
             colour.append(f32(2 * prototype.uniform() - 1))
-            phase.append(f32(2 * math.pi * prototype.uniform()))
-        # float(1 + 3u) * 2.0f * float(M_PI) / size, left to right in float32
-        fx = f32(1 + 3 * prototype.uniform()) * f32(2.0) * f32(math.pi) / f32(IMAGE)
-        fy = f32(1 + 3 * prototype.uniform()) * f32(2.0) * f32(math.pi) / f32(IMAGE)
-        noise = Rng(mix(split_seed, image + 0x1000000000))
+            phase.append(2 * math.pi * prototype.uniform())
+        fx = (1 + 3 * prototype.uniform()) * 2.0 * math.pi / IMAGE
+        fy = (1 + 3 * prototype.uniform()) * 2.0 * math.pi / IMAGE
+        # glibc's double sin and cos (math.*, as std::), rounded to float32 tables
+        sa = np.array([math.sin(fx * x) for x in range(IMAGE)], f32)
+        ca = np.array([math.cos(fx * x) for x in range(IMAGE)], f32)
+        rng = Rng(mix(split_seed, image + 0x1000000000))
+        words = np.array([rng.next_u64() for _ in range(3 * IMAGE * IMAGE)], np.uint64)
+        sums = sum(((words >> np.uint64(k)) & np.uint64(0xFFFF)).astype(np.int64) for k in (0, 16, 32, 48))
+        noise = ((sums - 131070).astype(f32) * scale).reshape(3, IMAGE, IMAGE)
         for c in range(3):
-            pattern = np.sin(fx * xs + fy * ys + phase[c]).astype(f32)
-            normals = np.array([noise.normal() for _ in range(IMAGE * IMAGE)]).astype(f32)
-            images[b, c] = (colour[c] + pattern) + normals.reshape(IMAGE, IMAGE)
+            sb = np.array([math.sin(fy * y + phase[c]) for y in range(IMAGE)], f32)
+            cb = np.array([math.cos(fy * y + phase[c]) for y in range(IMAGE)], f32)
+            pattern = sa[None, :] * cb[:, None] + ca[None, :] * sb[:, None]
+            images[b, c] = (colour[c] + pattern) + noise[c]
     return torch.from_numpy(images), torch.tensor(labels)
 
 
