@@ -4,11 +4,13 @@
 //  - ResNet-50's 3x3 stride-1 layers (and ResNet-18/34's: the same shapes): oneDNN's direct
 //    kernels against Winograd F(4x4, 3x3);
 //  - its stride-1 1x1 layers (the bottlenecks' and the first stage's shortcut): oneDNN's jit_1x1
-//    against one sgemm per pass.
+//    against one sgemm per pass;
+//  - the spatial layers oneDNN's direct kernels keep (stride 2, 7x7x512): its channel-blocked
+//    layout with the reorders against NHWC as it is, the data from memory.
 //
 //   conv_bench [BATCH ...]        # default: 8; e.g. conv_bench 4 8 16
 //
-// Prints two Markdown tables: per shape and batch, ms per call of each pass both ways, and
+// Prints three Markdown tables: per shape and batch, ms per call of each pass both ways, and
 // direct / the other.
 #include <algorithm>
 #include <chrono>
@@ -26,11 +28,18 @@ namespace {
 
 constexpr int kReps = 7;
 
+// Writing this much between calls leaves a call's data in memory, as inside a step.
+void flush_caches() {
+  static std::vector<float> junk(64 << 20);
+  for (size_t i = 0; i < junk.size(); i += 16) junk[i] += 1.0f;
+}
+
 template <class F>
-double median_ms(F f) {
+double median_ms(F f, bool cold = false) {
   f();  // warm-up: scratch areas, oneDNN primitives
   std::vector<double> ms;
   for (int i = 0; i < kReps; ++i) {
+    if (cold) flush_caches();
     const auto t0 = std::chrono::steady_clock::now();
     f();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
@@ -53,14 +62,17 @@ struct Passes {
   double fwd, data, weights;
 };
 
-Passes time_passes(const sg::Conv2dShape& s, const sg::cpu::ConvAlgorithms& chosen) {
+Passes time_passes(const sg::Conv2dShape& s, const sg::cpu::ConvAlgorithms& chosen,
+                   bool cold = false) {
   sg::cpu::set_conv_algorithms(chosen);
   const auto x = random_floats(s.in_size(), 1), w = random_floats(s.weight_size(), 2);
   const auto dy = random_floats(s.out_size(), 3);
   std::vector<float> y(dy.size()), dx(x.size()), dw(w.size());
-  return {median_ms([&] { sg::cpu::conv2d_forward(y.data(), x.data(), w.data(), s); }),
-          median_ms([&] { sg::cpu::conv2d_backward_data(dx.data(), dy.data(), w.data(), s); }),
-          median_ms([&] { sg::cpu::conv2d_backward_weights(dw.data(), dy.data(), x.data(), s); })};
+  return {median_ms([&] { sg::cpu::conv2d_forward(y.data(), x.data(), w.data(), s); }, cold),
+          median_ms([&] { sg::cpu::conv2d_backward_data(dx.data(), dy.data(), w.data(), s); },
+                    cold),
+          median_ms([&] { sg::cpu::conv2d_backward_weights(dw.data(), dy.data(), x.data(), s); },
+                    cold)};
 }
 
 void print_row(const std::string& head, const Passes& d, const Passes& g) {
@@ -117,6 +129,27 @@ int main(int argc, char** argv) {
       print_row(std::to_string(batch) + " | " + std::to_string(s.H) + "x" + std::to_string(s.W) +
                     " | " + std::to_string(s.C) + " -> " + std::to_string(s.K),
                 time_passes(s, direct), time_passes(s, gemm));
+    }
+  }
+  // The spatial layers left to oneDNN (ResNet-50's and ResNet-18's 3x3 stride-2 layers, the
+  // 7x7x512 ones below Winograd's tiles), each call's data from memory.
+  using sg::cpu::SpatialLayout;
+  const sg::cpu::ConvAlgorithms blocked{false, false, SpatialLayout::blocked},
+      nhwc{false, false, SpatialLayout::nhwc};
+  std::printf("\n| batch | HxW | C -> K | stride | blocked fwd / data / weights | NHWC fwd / data / "
+              "weights | blocked / NHWC |\n|---|---|---|---|---|---|---|\n");
+  const int spatial[][4] = {{56, 128, 128, 2}, {28, 256, 256, 2}, {14, 512, 512, 2},
+                            {7, 512, 512, 1},  {56, 64, 128, 2},  {28, 128, 256, 2},
+                            {14, 256, 512, 2}};
+  for (int batch : batches) {
+    for (const auto& layer : spatial) {
+      sg::Conv2dShape s;
+      s.N = batch, s.H = s.W = layer[0], s.C = layer[1], s.K = layer[2], s.R = s.S = 3, s.pad = 1;
+      s.stride = layer[3];
+      print_row(std::to_string(batch) + " | " + std::to_string(s.H) + "x" + std::to_string(s.W) +
+                    " | " + std::to_string(s.C) + " -> " + std::to_string(s.K) + " | " +
+                    std::to_string(s.stride),
+                time_passes(s, blocked, true), time_passes(s, nhwc, true));
     }
   }
 }

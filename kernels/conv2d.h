@@ -54,9 +54,15 @@ void conv2d_1x1_backward_weights(float* dweight, const float* dout, const float*
 
 // Which layers the CPU convolution takes off oneDNN's direct kernels: the 3x3 stride-1 ones to
 // Winograd (winograd_applies), the 1x1 ones to a matrix product (conv2d_1x1_fits).
+// The spatial (3x3, 7x7) layers left to oneDNN's direct kernels run either on its channel-blocked
+// layout, their activations reordered in and out around each call, or on the NHWC tensors as
+// they are: by_isa picks per shape by a fixed rule for the instruction set oneDNN runs
+// (conv2d_dnnl.cpp); tests and benchmarks may force one.
+enum class SpatialLayout { by_isa, blocked, nhwc };
 struct ConvAlgorithms {
   bool winograd = true;
   bool gemm_1x1 = true;
+  SpatialLayout spatial_layout = SpatialLayout::by_isa;
   bool operator==(const ConvAlgorithms&) const = default;
 };
 // SINGULARITY_CONV's value (null when unset): unset, empty or "auto" both; "winograd" or "gemm"

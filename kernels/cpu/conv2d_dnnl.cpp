@@ -5,9 +5,12 @@
 // Which activation layout the primitive runs on is chosen once per shape, by a fixed rule (so
 // every process makes the same choice and deterministic runs stay bitwise equal): 1x1
 // convolutions run on NHWC directly; spatial ones (3x3, 7x7) on oneDNN's channel-blocked layout,
-// their activations reordered in and out around the call. Measured on 2 AVX2 cores
-// (ResNet-18/50 shapes, forward + both backwards): blocked 3x3 layers are 5-35 % faster even
-// with the reorders, blocked 1x1 layers 0-75 % slower (their reorders cost as much as the GEMM).
+// their activations reordered in and out around the call, except the strided ones where oneDNN
+// runs AVX-512. Measured on 2 AVX2 cores (ResNet-18/50 shapes, forward + both backwards): blocked
+// 3x3 layers are 5-35 % faster even with the reorders, blocked 1x1 layers 0-75 % slower (their
+// reorders cost as much as the GEMM). On 2 AVX-512 cores (conv_bench, data from memory) NHWC
+// took ResNet-50's 3x3 stride-2 layers in 0.8-1.0x the blocked time with the reorders, the
+// 7x7x512 stride-1 forward in 1.2x (docs/performance.md).
 //
 // Two kinds of layer go to other kernels instead, as SINGULARITY_CONV allows (conv2d.h):
 //  - the 3x3 stride-1 layers with enough tiles to Winograd's (winograd_applies;
@@ -38,11 +41,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-using Key = std::array<int, 10>;
-
-Key key_of(const Conv2dShape& s) {
-  return {s.N, s.H, s.W, s.C, s.K, s.R, s.S, s.stride, s.pad, s.groups};
-}
+using Key = std::array<int, 11>;
 
 memory::desc activation_desc(int n, int c, int h, int w) {
   return memory::desc({n, c, h, w}, dt::f32, tag::nhwc);
@@ -73,9 +72,32 @@ struct ConvEntry {
   memory fwd_weights, bwd_data_weights, diff_weights;  // in the primitives' layouts
 };
 
+ConvAlgorithms& chosen_algorithms() {
+  static ConvAlgorithms chosen = conv_algorithms_from_env(std::getenv("SINGULARITY_CONV"));
+  return chosen;
+}
+
+bool onednn_runs_avx512() {
+  static const bool avx512 = (static_cast<int>(dnnl::get_effective_cpu_isa()) &
+                              dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+  return avx512;
+}
+
 // The rule above; few channels stay NHWC too (a blocked layout would pad them to its block).
+// With AVX-512 oneDNN's NHWC kernels for strided layers beat the blocked ones with their
+// reorders (ResNet-50's 3x3 stride-2 layers at batch 8: docs/performance.md).
 bool runs_blocked(const Conv2dShape& s) {
-  return (s.R > 1 || s.S > 1) && s.groups == 1 && s.C >= 16 && s.K >= 16;
+  if ((s.R == 1 && s.S == 1) || s.groups != 1 || s.C < 16 || s.K < 16) return false;
+  switch (chosen_algorithms().spatial_layout) {
+    case SpatialLayout::blocked: return true;
+    case SpatialLayout::nhwc: return false;
+    case SpatialLayout::by_isa: break;
+  }
+  return !(onednn_runs_avx512() && s.stride > 1);
+}
+
+Key key_of(const Conv2dShape& s) {
+  return {s.N, s.H, s.W, s.C, s.K, s.R, s.S, s.stride, s.pad, s.groups, runs_blocked(s)};
 }
 
 bool is_reference(const char* impl) { return std::string(impl).starts_with("ref"); }
@@ -170,11 +192,6 @@ memory& weights_for(const Conv2dShape& s, const float* weight, memory& target) {
   memory user(weight_desc(s, tag::oihw), engine(), const_cast<float*>(weight));
   dnnl::reorder(user, target).execute(stream(), user, target);
   return target;
-}
-
-ConvAlgorithms& chosen_algorithms() {
-  static ConvAlgorithms chosen = conv_algorithms_from_env(std::getenv("SINGULARITY_CONV"));
-  return chosen;
 }
 
 bool by_winograd(const Conv2dShape& s) { return chosen_algorithms().winograd && winograd_applies(s); }

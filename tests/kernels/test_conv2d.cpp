@@ -3,7 +3,8 @@
 // data and backward weights agree with the reference on the shapes ResNet uses (7x7 stride-2
 // stem, 3x3, 1x1 stride-2 downsampling), a grouped convolution and ragged sizes. (The 3x3
 // stride-1 layers and the 1x1 ones the backend gives to other kernels are tested in
-// test_conv2d_winograd.cpp and test_conv2d_gemm.cpp; here every layer runs through oneDNN.)
+// test_conv2d_winograd.cpp and test_conv2d_gemm.cpp; here every layer runs through oneDNN, on
+// the layout the rule picks and on each one forced.)
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -28,6 +29,7 @@ std::vector<sg::Conv2dShape> shapes() {
   add(2, 15, 13, 3, 8, 7, 2, 3, 1);   // stem: 7x7 stride 2 pad 3
   add(2, 9, 9, 20, 16, 3, 1, 1, 1);   // 3x3 stride 1, blocked (20 channels: not Winograd's)
   add(1, 10, 10, 8, 16, 3, 2, 1, 1);  // 3x3 stride 2 (bottleneck v1.5)
+  add(2, 11, 12, 16, 32, 3, 2, 1, 1); // 3x3 stride 2 with channels enough for either layout
   add(2, 8, 8, 16, 32, 1, 2, 0, 1);   // 1x1 stride 2 downsample
   add(2, 6, 7, 16, 24, 1, 1, 0, 1);   // 1x1
   add(2, 7, 7, 8, 12, 3, 1, 1, 4);    // grouped
@@ -82,31 +84,36 @@ TEST_CASE("conv2d reference: one output by hand (padding, stride, group)") {
 }
 
 TEST_CASE("conv2d through oneDNN matches the reference: forward, backward data, weights (+=)") {
-  const ConvAlgorithmsScope direct(kDirect);
-  for (const auto& s : shapes()) {
-    CAPTURE(s.R);
-    CAPTURE(s.stride);
-    CAPTURE(s.groups);
-    const auto x = random_floats(static_cast<size_t>(s.in_size()), 11);
-    const auto w = random_floats(static_cast<size_t>(s.weight_size()), 12);
-    const auto dy = random_floats(static_cast<size_t>(s.out_size()), 13);
-    const auto dw0 = random_floats(w.size(), 14);  // backward weights accumulates onto this
-    std::vector<float> y(dy.size()), y_ref(dy.size()), dx(x.size(), 7.0f), dx_ref(x.size());
-    std::vector<float> dw = dw0, dw_ref = dw0;
-    sg::cpu::conv2d_forward(y.data(), x.data(), w.data(), s);
-    sg::cpu::conv2d_forward_reference(y_ref.data(), x.data(), w.data(), s);
-    CHECK_CLOSE(y.data(), y_ref.data(), y.size(), kFp32, "out");
-    sg::cpu::conv2d_backward_data(dx.data(), dy.data(), w.data(), s);
-    sg::cpu::conv2d_backward_data_reference(dx_ref.data(), dy.data(), w.data(), s);
-    CHECK_CLOSE(dx.data(), dx_ref.data(), dx.size(), kFp32, "dinp");
-    sg::cpu::conv2d_backward_weights(dw.data(), dy.data(), x.data(), s);
-    sg::cpu::conv2d_backward_weights_reference(dw_ref.data(), dy.data(), x.data(), s);
-    CHECK_CLOSE(dw.data(), dw_ref.data(), dw.size(), kFp32, "dweight");
-    // Both passes in one call: the same bits as the two calls.
-    std::vector<float> dx_both(x.size()), dw_both = dw0, dw_again = dw0;
-    sg::cpu::conv2d_backward(dx_both.data(), dw_both.data(), dy.data(), x.data(), w.data(), s);
-    sg::cpu::conv2d_backward_weights(dw_again.data(), dy.data(), x.data(), s);
-    CHECK(dx_both == dx);
-    CHECK(dw_both == dw_again);
+  using sg::cpu::SpatialLayout;
+  for (const SpatialLayout layout :
+       {SpatialLayout::by_isa, SpatialLayout::blocked, SpatialLayout::nhwc}) {
+    const ConvAlgorithmsScope direct(sg::cpu::ConvAlgorithms{false, false, layout});
+    for (const auto& s : shapes()) {
+      CAPTURE(static_cast<int>(layout));
+      CAPTURE(s.R);
+      CAPTURE(s.stride);
+      CAPTURE(s.groups);
+      const auto x = random_floats(static_cast<size_t>(s.in_size()), 11);
+      const auto w = random_floats(static_cast<size_t>(s.weight_size()), 12);
+      const auto dy = random_floats(static_cast<size_t>(s.out_size()), 13);
+      const auto dw0 = random_floats(w.size(), 14);  // backward weights accumulates onto this
+      std::vector<float> y(dy.size()), y_ref(dy.size()), dx(x.size(), 7.0f), dx_ref(x.size());
+      std::vector<float> dw = dw0, dw_ref = dw0;
+      sg::cpu::conv2d_forward(y.data(), x.data(), w.data(), s);
+      sg::cpu::conv2d_forward_reference(y_ref.data(), x.data(), w.data(), s);
+      CHECK_CLOSE(y.data(), y_ref.data(), y.size(), kFp32, "out");
+      sg::cpu::conv2d_backward_data(dx.data(), dy.data(), w.data(), s);
+      sg::cpu::conv2d_backward_data_reference(dx_ref.data(), dy.data(), w.data(), s);
+      CHECK_CLOSE(dx.data(), dx_ref.data(), dx.size(), kFp32, "dinp");
+      sg::cpu::conv2d_backward_weights(dw.data(), dy.data(), x.data(), s);
+      sg::cpu::conv2d_backward_weights_reference(dw_ref.data(), dy.data(), x.data(), s);
+      CHECK_CLOSE(dw.data(), dw_ref.data(), dw.size(), kFp32, "dweight");
+      // Both passes in one call: the same bits as the two calls.
+      std::vector<float> dx_both(x.size()), dw_both = dw0, dw_again = dw0;
+      sg::cpu::conv2d_backward(dx_both.data(), dw_both.data(), dy.data(), x.data(), w.data(), s);
+      sg::cpu::conv2d_backward_weights(dw_again.data(), dy.data(), x.data(), s);
+      CHECK(dx_both == dx);
+      CHECK(dw_both == dw_again);
+    }
   }
 }
