@@ -2,7 +2,7 @@
 // Pooling over NHWC activations.
 // Max pooling (ResNet's 3x3 stride 2 pad 1 after the stem): padding never wins the max.
 // `argmax` is a workspace of (N,P,Q,C) 32-bit slots that forward writes and backward reads;
-// what it holds is the implementation's own (the reference stores the input's h*W + w).
+// what it holds is the implementation's own (the CPU's, like the reference, the input's h*W + w).
 // Global average pooling: (N,HW,C) -> (N,C).
 #include <cstdint>
 
@@ -20,22 +20,19 @@ struct Pool2dShape {
   bool operator==(const Pool2dShape&) const = default;
 };
 
-namespace cpu {
+}  // namespace sg
 
-void maxpool_forward(float* out,       // (N,P,Q,C) =
-                     int32_t* argmax,  // (N,P,Q,C) workspace
+// Hand-written loops (kernels/cpu/pool.cpp), one copy per instruction-set variant.
+namespace sg::cpu::inline SG_CPU_ISA {
+
+void maxpool_forward(float* out,        // (N,P,Q,C) =
+                     int32_t* argmax,   // (N,P,Q,C) workspace
                      const float* inp,  // (N,H,W,C)
                      const Pool2dShape& s);
 void maxpool_backward(float* dinp,            // (N,H,W,C) =
                       const float* dout,      // (N,P,Q,C)
                       const int32_t* argmax,  // (N,P,Q,C) from forward
                       const Pool2dShape& s);
-
-}  // namespace cpu
-}  // namespace sg
-
-// Hand-written loops (kernels/cpu/pool.cpp), one copy per instruction-set variant.
-namespace sg::cpu::inline SG_CPU_ISA {
 
 void maxpool_forward_reference(float* out, int32_t* argmax, const float* inp,
                                const Pool2dShape& s);

@@ -3,7 +3,7 @@
 // variant the build compiled (kernels/cpu/isa.h), and the choice among them, made once per
 // process: the widest variant this CPU runs, or the one SINGULARITY_CPU_KERNELS names.
 // The CPU backend calls the dispatched kernels through the chosen table; oneDNN's (convolution,
-// fused batch norm, max pool) and OpenBLAS's pick their own instructions and are called directly.
+// sgemm) and OpenBLAS's pick their own instructions and are called directly.
 #include <string>
 #include <vector>
 
@@ -38,7 +38,8 @@
   X(clip_by_global_norm) X(layernorm_forward) X(layernorm_backward) X(matmul_forward)         \
   X(matmul_backward) X(relu_forward) X(relu_backward) X(add_relu_inplace) X(add_relu_backward) X(residual_forward) \
   X(residual_backward) X(add_inplace) X(scale_inplace) X(add_bias) X(sgd_update)             \
-  X(global_avgpool_forward) X(global_avgpool_backward) X(nchw_to_nhwc)                     \
+  X(maxpool_forward) X(maxpool_backward) X(global_avgpool_forward) X(global_avgpool_backward)   \
+  X(nchw_to_nhwc)                                                                            \
   X(conv2d_winograd_forward) X(conv2d_winograd_backward_data)                                \
   X(conv2d_winograd_backward_weights)
 

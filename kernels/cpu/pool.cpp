@@ -1,5 +1,6 @@
-// Pooling on the CPU: the max-pool reference, global average pooling and the NCHW -> NHWC
-// change. See kernels/pool.h. The max pool the backend runs goes through oneDNN (pool_dnnl.cpp).
+// Pooling on the CPU: max pooling and its reference, global average pooling and the NCHW -> NHWC
+// change. See kernels/pool.h.
+#include <algorithm>
 #include <limits>
 
 #include "kernels/pool.h"
@@ -47,6 +48,84 @@ void maxpool_backward_reference(float* dinp, const float* dout, const int32_t* a
       for (int c = 0; c < s.C; ++c) {
         const long o = (n * static_cast<long>(P) * Q + pq) * s.C + c;
         d[static_cast<long>(argmax[o]) * s.C + c] += dout[o];
+      }
+    }
+  }
+}
+
+// The reference's results bit for bit, a pixel's C channels at a time: the same window order and
+// first-max rule forward (argmax the input's h*W + w), and backward each input pixel's gradient
+// summed from the windows that hold it in the reference's order (p, then q), so dinp is written
+// once, without the reference's zeroing pass and scattered adds. ResNet-50's pool at batch 8
+// (112x112x64, 2 AVX-512 cores): forward 5.7 -> 2 ms, backward 6.4 -> 2 ms a step against
+// oneDNN 2.6's (docs/performance.md).
+void maxpool_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) {
+  const int P = s.P(), Q = s.Q(), C = s.C;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int n = 0; n < s.N; ++n) {
+    for (int p = 0; p < P; ++p) {
+      const int h_first = std::max(0, p * s.stride - s.pad);
+      const int h_end = std::min(s.H, p * s.stride - s.pad + s.R);
+      for (int q = 0; q < Q; ++q) {
+        const int w_first = std::max(0, q * s.stride - s.pad);
+        const int w_end = std::min(s.W, q * s.stride - s.pad + s.S);
+        const long o = ((static_cast<long>(n) * P + p) * Q + q) * C;
+        float* best = out + o;
+        int32_t* where = argmax + o;
+        if (h_first >= h_end || w_first >= w_end) {  // a window all padding (as the reference)
+          std::fill(best, best + C, -std::numeric_limits<float>::infinity());
+          std::fill(where, where + C, -1);
+          continue;
+        }
+        for (int h = h_first; h < h_end; ++h) {
+          for (int w = w_first; w < w_end; ++w) {
+            const float* x = inp + ((static_cast<long>(n) * s.H + h) * s.W + w) * C;
+            const int32_t at = h * s.W + w;
+            if (h == h_first && w == w_first) {
+#pragma omp simd
+              for (int c = 0; c < C; ++c) best[c] = x[c], where[c] = at;
+              continue;
+            }
+#pragma omp simd
+            for (int c = 0; c < C; ++c) {
+              const bool more = x[c] > best[c];
+              best[c] = more ? x[c] : best[c];
+              where[c] = more ? at : where[c];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void maxpool_backward(float* dinp, const float* dout, const int32_t* argmax, const Pool2dShape& s) {
+  const int P = s.P(), Q = s.Q(), C = s.C;
+  // The windows p that hold row h: p * stride - pad <= h < p * stride - pad + R.
+  const auto first_window = [](int h, int pad, int R, int stride) {
+    return std::max(0, (h + pad - R + stride) / stride);  // ceil((h + pad - R + 1) / stride)
+  };
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int n = 0; n < s.N; ++n) {
+    for (int h = 0; h < s.H; ++h) {
+      const int p_first = first_window(h, s.pad, s.R, s.stride);
+      const int p_end = std::min(P, (h + s.pad) / s.stride + 1);
+      for (int w = 0; w < s.W; ++w) {
+        const int q_first = first_window(w, s.pad, s.S, s.stride);
+        const int q_end = std::min(Q, (w + s.pad) / s.stride + 1);
+        const int32_t at = h * s.W + w;
+        float* d = dinp + ((static_cast<long>(n) * s.H + h) * s.W + w) * C;
+#pragma omp simd
+        for (int c = 0; c < C; ++c) d[c] = 0.0f;
+        for (int p = p_first; p < p_end; ++p) {
+          for (int q = q_first; q < q_end; ++q) {
+            const long o = ((static_cast<long>(n) * P + p) * Q + q) * C;
+            const float* g = dout + o;
+            const int32_t* a = argmax + o;
+#pragma omp simd
+            for (int c = 0; c < C; ++c) d[c] += a[c] == at ? g[c] : 0.0f;
+          }
+        }
       }
     }
   }

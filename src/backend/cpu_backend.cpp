@@ -300,12 +300,12 @@ class CpuBackend final : public Backend {
   void maxpool_forward(float* out, int32_t* argmax, const float* inp,
                        const Pool2dShape& s) override {
     const ScopedOpTimer timer("maxpool_forward");
-    cpu::maxpool_forward(out, argmax, inp, s);
+    kernels_.maxpool_forward(out, argmax, inp, s);
   }
   void maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
                         const Pool2dShape& s) override {
     const ScopedOpTimer timer("maxpool_backward");
-    cpu::maxpool_backward(dinp, dout, argmax, s);
+    kernels_.maxpool_backward(dinp, dout, argmax, s);
   }
   void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) override {
     const ScopedOpTimer timer("nchw_to_nhwc");

@@ -1,9 +1,11 @@
-// Pooling and the image layout change: oneDNN's max pool against the reference (values and the
-// routed gradient), the reference against a hand check, global average pooling against float64.
+// Pooling and the image layout change: every variant's max pool against the reference, bit for
+// bit (values, argmax, the routed gradient), the reference against a hand check, global average
+// pooling against float64.
 #include <doctest/doctest.h>
 
 #include <vector>
 
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/pool.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/tolerance.h"
@@ -29,20 +31,37 @@ TEST_CASE("max pool reference: window maxima, padding never wins, gradient to th
   CHECK(dx[0] == 0.0f);
 }
 
-TEST_CASE("max pool through oneDNN matches the reference (ResNet's 3x3 stride 2 pad 1)") {
-  for (const auto& [H, W] : {std::pair{16, 16}, {15, 11}}) {
+TEST_CASE("max pool: every variant is the reference's bits (ResNet's 3x3 stride 2 pad 1, others)") {
+  struct Case {
+    int H, W, C, R, stride, pad;
+  };
+  // ResNet's pool on even and odd sizes, a 2x2 stride-2 pool, overlapping windows at stride 1.
+  for (const Case& k : {Case{16, 16, 24, 3, 2, 1}, Case{15, 11, 24, 3, 2, 1}, Case{9, 8, 5, 2, 2, 0},
+                        Case{7, 9, 17, 3, 1, 1}}) {
     sg::Pool2dShape s;
-    s.N = 2, s.H = H, s.W = W, s.C = 24, s.R = 3, s.S = 3, s.stride = 2, s.pad = 1;
-    const auto x = random_floats(static_cast<size_t>(s.in_size()), 5);
+    s.N = 2, s.H = k.H, s.W = k.W, s.C = k.C, s.R = s.S = k.R, s.stride = k.stride, s.pad = k.pad;
+    CAPTURE(k.H);
+    CAPTURE(k.stride);
+    auto x = random_floats(static_cast<size_t>(s.in_size()), 5);
+    const size_t C = static_cast<size_t>(s.C);  // ties with the next pixel: the first max wins
+    for (size_t i = 0; i + C < x.size(); i += 3) x[i] = x[i + C];
     const auto dy = random_floats(static_cast<size_t>(s.out_size()), 6);
-    std::vector<float> y(dy.size()), y_ref(dy.size()), dx(x.size(), 3.0f), dx_ref(x.size());
-    std::vector<int32_t> ws(dy.size()), ws_ref(dy.size());
-    sg::cpu::maxpool_forward(y.data(), ws.data(), x.data(), s);
+    std::vector<float> y_ref(dy.size()), dx_ref(x.size());
+    std::vector<int32_t> ws_ref(dy.size());
     sg::cpu::maxpool_forward_reference(y_ref.data(), ws_ref.data(), x.data(), s);
-    CHECK(y == y_ref);
-    sg::cpu::maxpool_backward(dx.data(), dy.data(), ws.data(), s);
     sg::cpu::maxpool_backward_reference(dx_ref.data(), dy.data(), ws_ref.data(), s);
-    CHECK_CLOSE(dx.data(), dx_ref.data(), dx.size(), kFp32, "dinp");
+    for (const auto& variant : sg::cpu::kernel_variants()) {
+      const sg::cpu::KernelTable* k_table = sg::cpu::kernel_table_for(variant.isa);
+      if (k_table == nullptr) continue;
+      CAPTURE(variant.isa);
+      std::vector<float> y(dy.size(), 5.0f), dx(x.size(), 3.0f);
+      std::vector<int32_t> ws(dy.size(), 7);
+      k_table->maxpool_forward(y.data(), ws.data(), x.data(), s);
+      CHECK(y == y_ref);
+      CHECK(ws == ws_ref);
+      k_table->maxpool_backward(dx.data(), dy.data(), ws.data(), s);
+      CHECK(dx == dx_ref);
+    }
   }
 }
 
