@@ -57,8 +57,8 @@ void maxpool_backward_reference(float* dinp, const float* dout, const int32_t* a
 // first-max rule forward (argmax the input's h*W + w), and backward each input pixel's gradient
 // summed from the windows that hold it in the reference's order (p, then q), so dinp is written
 // once, without the reference's zeroing pass and scattered adds. ResNet-50's pool at batch 8
-// (112x112x64, 2 AVX-512 cores): forward 5.7 -> 2 ms, backward 6.4 -> 2 ms a step against
-// oneDNN 2.6's (docs/performance.md).
+// (112x112x64, 2 AVX-512 cores), inside the step: forward 4.4-5.1 -> 3.8-4.4 ms, backward
+// 5.3-6.1 -> 3.1-3.5 ms against oneDNN 2.6's (docs/performance.md).
 void maxpool_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) {
   const int P = s.P(), Q = s.Q(), C = s.C;
 #pragma omp parallel for collapse(2) schedule(static)
