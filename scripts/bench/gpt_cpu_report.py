@@ -302,7 +302,7 @@ def print_breakdown(work, a, steps):
     print(f"{'sum of the ops':34s} {'':5s} {med_sum * 1e3:8.1f} {med_sum / med_step:6.1%}")
     print(f"{'measured step':34s} {'':5s} {med_step * 1e3:8.1f} {1:6.1%}  ({step_source})")
     print(f"{'gap (step - ops)':34s} {'':5s} {med_gap * 1e3:8.1f} {med_gap / med_step:6.1%}  "
-          "(median per step; untimed: buffer zeroing, data, trainer, thread wake-ups)")
+          "(median per step; untimed: data, trainer, thread wake-ups)")
     print("GFLOP/s: matmuls at the padded vocabulary, attention counting the full T x T matrices;"
           " GB/s: least fp32 traffic (each operand read once, each result written once)")
 

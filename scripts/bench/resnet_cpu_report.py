@@ -109,7 +109,7 @@ def print_breakdown(round_dir, depth, warmup):
     print(f"    {'sum of the ops':36s} {'':5s} {statistics.median(sums) * 1e3:8.1f}")
     print(f"    {'measured step':36s} {'':5s} {med_step * 1e3:8.1f}")
     print(f"    {'gap (step - ops)':36s} {'':5s} {gap * 1e3:8.1f} {gap / med_step:6.1%}  "
-          "(untimed: buffer zeroing, data, trainer)")
+          "(untimed: data, trainer)")
 
 
 def main():

@@ -58,6 +58,7 @@ class CpuBackend final : public Backend {
   void copy_from_host(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
   void fill(const TensorView& t, double value) override {
+    const ScopedOpTimer timer("fill");
     const size_t n = t.numel();
     void* p = t.data();
     switch (t.dtype) {
