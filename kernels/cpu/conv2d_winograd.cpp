@@ -19,8 +19,9 @@
 //
 // The products run on oneDNN's sgemm, one position per call on one thread (oneDNN runs
 // single-threaded inside an OpenMP region), so the bits do not depend on the thread count. The
-// transforms run on 8 channels at a time (GCC vector extensions; the baseline copy splits them
-// into SSE halves), hence the channel counts a multiple of 8.
+// transforms run on 8 channels at a time, 16 in the AVX-512 copy where the count allows (GCC
+// vector extensions; the baseline copy splits them into SSE halves), hence the channel counts a
+// multiple of 8.
 #include <omp.h>
 
 #include <algorithm>
@@ -43,10 +44,51 @@ constexpr int kPos = 36;   // transform-domain positions
 // 7x7x512 layers at batch 8, its 14x14x256 at batch 2) and 1.2-2.2x faster from 64 tiles up.
 constexpr long kMinTiles = 64;
 
-// y = B^T x for a column of 6 (x and y with stride `st` in v8 units).
-inline void bt6(const v8* x, v8* y, int sx, int sy) {
-  const v8 four = splat(4.0f), five = splat(5.0f), two = splat(2.0f);
-  const v8 x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx], x4 = x[4 * sx], x5 = x[5 * sx];
+// The transforms' vectors: 16 channels (or filters) in the lanes where the variant has AVX-512
+// and the count is a multiple of 16, else 8. Each lane's arithmetic is the same either way, so
+// the width leaves the bits alone; the 16-wide copy runs each transform in about 0.55-0.6 of
+// the time at ResNet-50's shapes (docs/performance.md).
+#ifdef __AVX512F__
+typedef float v16 __attribute__((vector_size(64)));
+#endif
+
+template <class V>
+constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(float));
+
+template <class V>
+inline V splat_as(float x) {
+  V v;
+  for (int i = 0; i < kLanes<V>; ++i) v[i] = x;
+  return v;
+}
+template <class V>
+inline V load_as(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V>
+inline void store_as(float* p, V v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// f.template operator()<V>() with the widest vector type whose lanes divide `count`.
+template <class F>
+void by_width([[maybe_unused]] long count, F f) {
+#ifdef __AVX512F__
+  if (count % 16 == 0) {
+    f.template operator()<v16>();
+    return;
+  }
+#endif
+  f.template operator()<v8>();
+}
+
+// y = B^T x for a column of 6 (x and y with stride `st` in vector units).
+template <class V>
+inline void bt6(const V* x, V* y, int sx, int sy) {
+  const V four = splat_as<V>(4.0f), five = splat_as<V>(5.0f), two = splat_as<V>(2.0f);
+  const V x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx], x4 = x[4 * sx], x5 = x[5 * sx];
   y[0] = four * x0 - five * x2 + x4;
   y[sy] = x4 + x3 - four * (x1 + x2);
   y[2 * sy] = x4 - x3 + four * (x1 - x2);
@@ -56,10 +98,11 @@ inline void bt6(const v8* x, v8* y, int sx, int sy) {
 }
 
 // y = A^T x: 6 -> 4.
-inline void at6(const v8* x, v8* y, int sx, int sy) {
-  const v8 two = splat(2.0f), four = splat(4.0f), eight = splat(8.0f);
-  const v8 x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx], x4 = x[4 * sx], x5 = x[5 * sx];
-  const v8 s12 = x1 + x2, d12 = x1 - x2, s34 = x3 + x4, d34 = x3 - x4;
+template <class V>
+inline void at6(const V* x, V* y, int sx, int sy) {
+  const V two = splat_as<V>(2.0f), four = splat_as<V>(4.0f), eight = splat_as<V>(8.0f);
+  const V x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx], x4 = x[4 * sx], x5 = x[5 * sx];
+  const V s12 = x1 + x2, d12 = x1 - x2, s34 = x3 + x4, d34 = x3 - x4;
   y[0] = x0 + s12 + s34;
   y[sy] = d12 + two * d34;
   y[2 * sy] = s12 + four * s34;
@@ -67,10 +110,11 @@ inline void at6(const v8* x, v8* y, int sx, int sy) {
 }
 
 // y = A x: 4 -> 6 (the adjoint of at6).
-inline void a4(const v8* x, v8* y, int sx, int sy) {
-  const v8 two = splat(2.0f), four = splat(4.0f), eight = splat(8.0f);
-  const v8 x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx];
-  const v8 e = x0 + x2, o = x1 + x3, e4 = x0 + four * x2, o4 = two * x1 + eight * x3;
+template <class V>
+inline void a4(const V* x, V* y, int sx, int sy) {
+  const V two = splat_as<V>(2.0f), four = splat_as<V>(4.0f), eight = splat_as<V>(8.0f);
+  const V x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx];
+  const V e = x0 + x2, o = x1 + x3, e4 = x0 + four * x2, o4 = two * x1 + eight * x3;
   y[0] = x0;
   y[sy] = e + o;
   y[2 * sy] = e - o;
@@ -80,24 +124,28 @@ inline void a4(const v8* x, v8* y, int sx, int sy) {
 }
 
 // y = G x: 3 -> 6.
-inline void g3(const v8* x, v8* y, int sx, int sy) {
-  const v8 x0 = x[0], x1 = x[sx], x2 = x[2 * sx];
-  const v8 s02 = x0 + x2;
-  y[0] = splat(0.25f) * x0;
-  y[sy] = splat(-1.0f / 6.0f) * (s02 + x1);
-  y[2 * sy] = splat(-1.0f / 6.0f) * (s02 - x1);
-  y[3 * sy] = splat(1.0f / 24.0f) * x0 + splat(1.0f / 12.0f) * x1 + splat(1.0f / 6.0f) * x2;
-  y[4 * sy] = splat(1.0f / 24.0f) * x0 - splat(1.0f / 12.0f) * x1 + splat(1.0f / 6.0f) * x2;
+template <class V>
+inline void g3(const V* x, V* y, int sx, int sy) {
+  const V x0 = x[0], x1 = x[sx], x2 = x[2 * sx];
+  const V s02 = x0 + x2;
+  y[0] = splat_as<V>(0.25f) * x0;
+  y[sy] = splat_as<V>(-1.0f / 6.0f) * (s02 + x1);
+  y[2 * sy] = splat_as<V>(-1.0f / 6.0f) * (s02 - x1);
+  y[3 * sy] = splat_as<V>(1.0f / 24.0f) * x0 + splat_as<V>(1.0f / 12.0f) * x1 +
+              splat_as<V>(1.0f / 6.0f) * x2;
+  y[4 * sy] = splat_as<V>(1.0f / 24.0f) * x0 - splat_as<V>(1.0f / 12.0f) * x1 +
+              splat_as<V>(1.0f / 6.0f) * x2;
   y[5 * sy] = x2;
 }
 
 // y = G^T x: 6 -> 3 (the adjoint of g3).
-inline void gt6(const v8* x, v8* y, int sx, int sy) {
-  const v8 x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx], x4 = x[4 * sx], x5 = x[5 * sx];
-  const v8 s12 = x1 + x2, d12 = x1 - x2, s34 = x3 + x4, d34 = x3 - x4;
-  y[0] = splat(0.25f) * x0 - splat(1.0f / 6.0f) * s12 + splat(1.0f / 24.0f) * s34;
-  y[sy] = splat(-1.0f / 6.0f) * d12 + splat(1.0f / 12.0f) * d34;
-  y[2 * sy] = splat(-1.0f / 6.0f) * s12 + splat(1.0f / 6.0f) * s34 + x5;
+template <class V>
+inline void gt6(const V* x, V* y, int sx, int sy) {
+  const V x0 = x[0], x1 = x[sx], x2 = x[2 * sx], x3 = x[3 * sx], x4 = x[4 * sx], x5 = x[5 * sx];
+  const V s12 = x1 + x2, d12 = x1 - x2, s34 = x3 + x4, d34 = x3 - x4;
+  y[0] = splat_as<V>(0.25f) * x0 - splat_as<V>(1.0f / 6.0f) * s12 + splat_as<V>(1.0f / 24.0f) * s34;
+  y[sy] = splat_as<V>(-1.0f / 6.0f) * d12 + splat_as<V>(1.0f / 12.0f) * d34;
+  y[2 * sy] = splat_as<V>(-1.0f / 6.0f) * s12 + splat_as<V>(1.0f / 6.0f) * s34 + x5;
 }
 
 // Tiles of one image and in all.
@@ -117,16 +165,18 @@ float* scratch(int which, size_t floats) {
   return a.data();
 }
 
-// Calls f(t, n, y0, x0, b) for every tile t (output origin y0, x0 in image n) and every block b
-// of 8 out of `channels`, the tiles split between the threads.
+// One tile: image n, output origin (y0, x0); the tiles split between the threads.
+struct Tile {
+  int n, y0, x0;
+};
+
 template <class F>
-void for_each_tile(long T, Tiling tl, int channels, F f) {
+void for_each_tile(long T, Tiling tl, F f) {
 #pragma omp parallel for schedule(static)
   for (long t = 0; t < T; ++t) {
     const int n = static_cast<int>(t / tl.per_image());
     const int rest = static_cast<int>(t % tl.per_image());
-    const int y0 = (rest / tl.tw) * kTile, x0 = (rest % tl.tw) * kTile;
-    for (int b = 0; b < channels / 8; ++b) f(t, n, y0, x0, b);
+    f(t, Tile{n, (rest / tl.tw) * kTile, (rest % tl.tw) * kTile});
   }
 }
 
@@ -137,89 +187,108 @@ inline long pixel(int n, int y, int x, int H, int W, int C) {
 
 // V[p][t][c] = (B^T d B)[p] of tile t's 6x6 patch of x (N,H,W,C), zero outside the image
 // (pad 1 on the top and left; the patches of the last tiles may reach past the bottom and right).
-void input_transform(float* V, const float* x, int N, int H, int W, int C, Tiling tl) {
+template <class V>
+void input_transform(float* Vt, const float* x, int N, int H, int W, int C, Tiling tl) {
   const long T = N * tl.per_image();
-  for_each_tile(T, tl, C, [&](long t, int n, int y0, int x0, int cb) {
-    v8 d[kPatch * kPatch], u[kPatch * kPatch];
-    for (int i = 0; i < kPatch; ++i) {
-      const int yy = y0 - 1 + i;
-      for (int j = 0; j < kPatch; ++j) {
-        const int xx = x0 - 1 + j;
-        d[i * kPatch + j] = (yy >= 0 && yy < H && xx >= 0 && xx < W)
-                                ? load8(x + pixel(n, yy, xx, H, W, C) + cb * 8)
-                                : splat(0.0f);
+  for_each_tile(T, tl, [&](long t, Tile k) {
+    // Most patches lie inside the image: those load without a test per pixel.
+    const bool inside = k.y0 >= 1 && k.x0 >= 1 && k.y0 + kPatch - 1 <= H && k.x0 + kPatch - 1 <= W;
+    for (int c = 0; c < C; c += kLanes<V>) {
+      V d[kPatch * kPatch], u[kPatch * kPatch];
+      for (int i = 0; i < kPatch; ++i) {
+        const int yy = k.y0 - 1 + i;
+        for (int j = 0; j < kPatch; ++j) {
+          const int xx = k.x0 - 1 + j;
+          d[i * kPatch + j] = inside || (yy >= 0 && yy < H && xx >= 0 && xx < W)
+                                  ? load_as<V>(x + pixel(k.n, yy, xx, H, W, C) + c)
+                                  : splat_as<V>(0.0f);
+        }
       }
+      for (int j = 0; j < kPatch; ++j) bt6(d + j, u + j, kPatch, kPatch);          // columns
+      for (int i = 0; i < kPatch; ++i) bt6(u + i * kPatch, d + i * kPatch, 1, 1);  // rows
+      for (int p = 0; p < kPos; ++p) store_as(Vt + (p * T + t) * C + c, d[p]);
     }
-    for (int j = 0; j < kPatch; ++j) bt6(d + j, u + j, kPatch, kPatch);          // columns
-    for (int i = 0; i < kPatch; ++i) bt6(u + i * kPatch, d + i * kPatch, 1, 1);  // rows
-    for (int p = 0; p < kPos; ++p) store8(V + (p * T + t) * C + cb * 8, d[p]);
   });
 }
 
 // y (N,P,Q,K) = A^T M A per tile, the parts inside the image.
+template <class V>
 void output_transform(float* y, const float* M, int N, int P, int Q, int K, Tiling tl) {
   const long T = N * tl.per_image();
-  for_each_tile(T, tl, K, [&](long t, int n, int y0, int x0, int kb) {
-    v8 m[kPos], u[kTile * kPatch], o[kTile * kTile];
-    for (int p = 0; p < kPos; ++p) m[p] = load8(M + (p * T + t) * K + kb * 8);
-    for (int j = 0; j < kPatch; ++j) at6(m + j, u + j, kPatch, kPatch);        // columns: 4x6
-    for (int i = 0; i < kTile; ++i) at6(u + i * kPatch, o + i * kTile, 1, 1);  // rows: 4x4
-    for (int i = 0; i < kTile && y0 + i < P; ++i) {
-      for (int j = 0; j < kTile && x0 + j < Q; ++j) {
-        store8(y + pixel(n, y0 + i, x0 + j, P, Q, K) + kb * 8, o[i * kTile + j]);
+  for_each_tile(T, tl, [&](long t, Tile k) {
+    const int rows = std::min(kTile, P - k.y0), cols = std::min(kTile, Q - k.x0);
+    for (int c = 0; c < K; c += kLanes<V>) {
+      V m[kPos], u[kTile * kPatch], o[kTile * kTile];
+      for (int p = 0; p < kPos; ++p) m[p] = load_as<V>(M + (p * T + t) * K + c);
+      for (int j = 0; j < kPatch; ++j) at6(m + j, u + j, kPatch, kPatch);        // columns: 4x6
+      for (int i = 0; i < kTile; ++i) at6(u + i * kPatch, o + i * kTile, 1, 1);  // rows: 4x4
+      for (int i = 0; i < rows; ++i) {
+        for (int j = 0; j < cols; ++j) {
+          store_as(y + pixel(k.n, k.y0 + i, k.x0 + j, P, Q, K) + c, o[i * kTile + j]);
+        }
       }
     }
   });
 }
 
 // dM[p][t][k] = (A dY A^T)[p] of tile t of dy (N,P,Q,K), zero outside the output.
+template <class V>
 void output_grad_transform(float* dM, const float* dy, int N, int P, int Q, int K, Tiling tl) {
   const long T = N * tl.per_image();
-  for_each_tile(T, tl, K, [&](long t, int n, int y0, int x0, int kb) {
-    v8 g[kTile * kTile], u[kPatch * kTile], m[kPos];
-    for (int i = 0; i < kTile; ++i) {
-      for (int j = 0; j < kTile; ++j) {
-        g[i * kTile + j] = (y0 + i < P && x0 + j < Q)
-                               ? load8(dy + pixel(n, y0 + i, x0 + j, P, Q, K) + kb * 8)
-                               : splat(0.0f);
+  for_each_tile(T, tl, [&](long t, Tile k) {
+    const bool inside = k.y0 + kTile <= P && k.x0 + kTile <= Q;
+    for (int c = 0; c < K; c += kLanes<V>) {
+      V g[kTile * kTile], u[kPatch * kTile], m[kPos];
+      for (int i = 0; i < kTile; ++i) {
+        for (int j = 0; j < kTile; ++j) {
+          g[i * kTile + j] = inside || (k.y0 + i < P && k.x0 + j < Q)
+                                 ? load_as<V>(dy + pixel(k.n, k.y0 + i, k.x0 + j, P, Q, K) + c)
+                                 : splat_as<V>(0.0f);
+        }
       }
+      for (int j = 0; j < kTile; ++j) a4(g + j, u + j, kTile, kTile);            // columns: 6x4
+      for (int i = 0; i < kPatch; ++i) a4(u + i * kTile, m + i * kPatch, 1, 1);  // rows: 6x6
+      for (int p = 0; p < kPos; ++p) store_as(dM + (p * T + t) * K + c, m[p]);
     }
-    for (int j = 0; j < kTile; ++j) a4(g + j, u + j, kTile, kTile);            // columns: 6x4
-    for (int i = 0; i < kPatch; ++i) a4(u + i * kTile, m + i * kPatch, 1, 1);  // rows: 6x6
-    for (int p = 0; p < kPos; ++p) store8(dM + (p * T + t) * K + kb * 8, m[p]);
   });
 }
 
 // U[p][k][c] = (G g G^T)[p] for the filter g = w[k][c] (K,C,3,3), with `flip` turned by 180
-// degrees. Each task is 8 filters side by side in memory (72 floats), transformed in the lanes.
+// degrees. Each task is a vector's lanes of filters side by side in memory (9 floats each),
+// transformed in the lanes.
+template <class V>
 void weight_transform(float* U, const float* w, int K, int C, bool flip) {
+  constexpr int L = kLanes<V>;
   const long plane = static_cast<long>(K) * C;
 #pragma omp parallel for schedule(static)
-  for (long f = 0; f < plane; f += 8) {
-    float raw[72];
+  for (long f = 0; f < plane; f += L) {
+    float raw[9 * L];
     std::memcpy(raw, w + f * 9, sizeof raw);
-    v8 g[9] = {}, u[kPatch * 3], o[kPos];
+    V g[9] = {}, u[kPatch * 3], o[kPos];
     for (int rs = 0; rs < 9; ++rs) {
       const int from = flip ? 8 - rs : rs;
-      for (int j = 0; j < 8; ++j) g[rs][j] = raw[j * 9 + from];
+      for (int j = 0; j < L; ++j) g[rs][j] = raw[j * 9 + from];
     }
     for (int s = 0; s < 3; ++s) g3(g + s, u + s, 3, 3);                    // columns: 6x3
     for (int i = 0; i < kPatch; ++i) g3(u + i * 3, o + i * kPatch, 1, 1);  // rows: 6x6
-    for (int p = 0; p < kPos; ++p) store8(U + p * plane + f, o[p]);
+    for (int p = 0; p < kPos; ++p) store_as(U + p * plane + f, o[p]);
   }
 }
 
-// dw[k][c] += G^T dU[.][k][c] G for the (K,C,3,3) weight gradient, 8 filters a task.
+// dw[k][c] += G^T dU[.][k][c] G for the (K,C,3,3) weight gradient, a vector's lanes of filters
+// a task.
+template <class V>
 void weight_grad_transform(float* dw, const float* dU, int K, int C) {
+  constexpr int L = kLanes<V>;
   const long plane = static_cast<long>(K) * C;
 #pragma omp parallel for schedule(static)
-  for (long f = 0; f < plane; f += 8) {
-    v8 m[kPos], u[3 * kPatch], o[9];
-    for (int p = 0; p < kPos; ++p) m[p] = load8(dU + p * plane + f);
+  for (long f = 0; f < plane; f += L) {
+    V m[kPos], u[3 * kPatch], o[9];
+    for (int p = 0; p < kPos; ++p) m[p] = load_as<V>(dU + p * plane + f);
     for (int j = 0; j < kPatch; ++j) gt6(m + j, u + j, kPatch, kPatch);  // columns: 3x6
     for (int r = 0; r < 3; ++r) gt6(u + r * kPatch, o + r * 3, 1, 1);    // rows: 3x3
     float* g = dw + f * 9;
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < L; ++j) {
       for (int rs = 0; rs < 9; ++rs) g[j * 9 + rs] += o[rs][j];
     }
   }
@@ -249,15 +318,15 @@ void winograd_conv(float* out, const float* x, const float* w, int N, int H, int
   float* V = scratch(0, kPos * T * C);
   float* M = scratch(1, kPos * T * K);
   float* U = scratch(2, kPos * CK);
-  weight_transform(U, w, flip ? C : K, flip ? K : C, flip);
-  input_transform(V, x, N, H, W, C, tl);
+  by_width(CK, [&]<class Vec>() { weight_transform<Vec>(U, w, flip ? C : K, flip ? K : C, flip); });
+  by_width(C, [&]<class Vec>() { input_transform<Vec>(V, x, N, H, W, C, tl); });
   per_position([&](int p) {
     return flip ? onednn_sgemm('N', 'N', T, K, C, V + p * T * C, C, U + p * CK, K, 0.0f,
                                M + p * T * K, K)
                 : onednn_sgemm('N', 'T', T, K, C, V + p * T * C, C, U + p * CK, C, 0.0f,
                                M + p * T * K, K);
   });
-  output_transform(out, M, N, H, W, K, tl);
+  by_width(K, [&]<class Vec>() { output_transform<Vec>(out, M, N, H, W, K, tl); });
 }
 
 }  // namespace
@@ -291,13 +360,13 @@ void conv2d_winograd_backward_weights(float* dweight, const float* dout, const f
   float* V = scratch(0, kPos * T * s.C);
   float* dM = scratch(1, kPos * T * s.K);
   float* dU = scratch(2, kPos * CK);
-  input_transform(V, inp, s.N, s.H, s.W, s.C, tl);
-  output_grad_transform(dM, dout, s.N, s.H, s.W, s.K, tl);
+  by_width(s.C, [&]<class Vec>() { input_transform<Vec>(V, inp, s.N, s.H, s.W, s.C, tl); });
+  by_width(s.K, [&]<class Vec>() { output_grad_transform<Vec>(dM, dout, s.N, s.H, s.W, s.K, tl); });
   per_position([&](int p) {  // dU[p] (K x C) = dM[p]^T V[p]
     return onednn_sgemm('T', 'N', s.K, s.C, T, dM + p * T * s.K, s.K, V + p * T * s.C, s.C, 0.0f,
                         dU + p * CK, s.C);
   });
-  weight_grad_transform(dweight, dU, s.K, s.C);
+  by_width(CK, [&]<class Vec>() { weight_grad_transform<Vec>(dweight, dU, s.K, s.C); });
 }
 
 }  // namespace sg::cpu::SG_CPU_ISA

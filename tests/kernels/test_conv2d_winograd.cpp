@@ -32,6 +32,7 @@ std::vector<sg::Conv2dShape> shapes() {
       shape3x3(1, 4, 4, 16, 16),    // one tile
       shape3x3(3, 7, 7, 24, 16),    // ResNet's last stage: 7x7 in 2x2 tiles
       shape3x3(1, 14, 13, 8, 24),   // not square
+      shape3x3(2, 16, 12, 32, 16),  // patches inside the image; 16 channels a vector on AVX-512
   };
 }
 
@@ -53,8 +54,8 @@ std::vector<const sg::cpu::KernelTable*> runnable_variants() {
 TEST_CASE("winograd conv2d: every variant matches the reference (forward, data, weights +=)") {
   for (const sg::cpu::KernelTable* k : runnable_variants()) {
     for (const auto& s : shapes()) {
-      INFO("variant " << k->isa << ", N H W C K = " << s.N << " " << s.H << " " << s.W << " "
-                      << s.C << " " << s.K);
+      INFO("variant " << std::string(k->isa) << ", N H W C K = " << s.N << " " << s.H << " "
+                      << s.W << " " << s.C << " " << s.K);
       REQUIRE(sg::cpu::winograd_fits(s));
       const auto x = random_floats(static_cast<size_t>(s.in_size()), 21);
       const auto w = random_floats(static_cast<size_t>(s.weight_size()), 22);
