@@ -11,11 +11,15 @@
 // AVX-512 threads) this pair is level with it with the data in memory, as in a training step,
 // and about 20 % faster with the data in cache.
 //
-// Column sums run in double, over bands of rows fixed by M and C, each band's in registers 8
-// channels a vector (runs of 16 rows in float first), then the bands added in order, so the bits
-// do not depend on the thread count. The other passes run 8 channels at a time with GCC vector
-// extensions (the baseline copy splits them into SSE halves), the last C % 8 channels of a row
-// in scalars.
+// Column sums run in double, over bands of rows fixed by M and C, each band's in registers a
+// vector of channels at a time (runs of 16 rows in float first), then the bands added in order,
+// so the bits do not depend on the thread count. Every pass takes 8 channels a vector with GCC
+// vector extensions (the baseline copy splits them into SSE halves), 16 in the AVX-512 copy
+// where they fit (the same arithmetic per channel, so the same bits: kernels/cpu/vec8.h), the
+// last C % 8 channels of a row in scalars. On ResNet-50's 53 shapes at batch 8 the 16-wide
+// copy, with 64-byte streaming stores and the prefetch below, took the forward pair from
+// 57-63 to 46-49 ms a step and the backward from 80-85 to 72-78 (bench/bn_bench.cpp, four
+// alternated runs).
 #include <omp.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -58,19 +62,38 @@ bool streams(const float* p, long M, int C) {
   return false;
 #endif
 }
-inline void put8(float* p, v8 v, bool stream) {
+template <class V>
+inline void put(float* p, V v, bool stream) {
 #ifdef SG_STREAMING_STORES
   if (stream) {
-    _mm_stream_ps(p, __m128{v[0], v[1], v[2], v[3]});
-    _mm_stream_ps(p + 4, __m128{v[4], v[5], v[6], v[7]});
+#ifdef __AVX512F__
+    if constexpr (kLanes<V> == 16) {
+      if (reinterpret_cast<uintptr_t>(p) % 64 == 0) {
+        _mm512_stream_ps(p, reinterpret_cast<__m512>(v));
+        return;
+      }
+    }
+#endif
+    for (int i = 0; i < kLanes<V>; i += 4) {
+      _mm_stream_ps(p + i, __m128{v[i], v[i + 1], v[i + 2], v[i + 3]});
+    }
     return;
   }
 #endif
-  store8(p, v);
+  store_as(p, v);
 }
 inline v8d widen(v8 v) { return __builtin_convertvector(v, v8d); }
-inline v8 keep_where(v8i keep, v8 v) {
-  return reinterpret_cast<v8>(keep & reinterpret_cast<v8i>(v));
+#ifdef __AVX512F__
+typedef double v16d __attribute__((vector_size(128)));
+inline v16d widen(v16 v) { return __builtin_convertvector(v, v16d); }
+#endif
+// The double vector a float vector's sums widen to.
+template <class V>
+using Wide = decltype(widen(V{}));
+// v where keep (a comparison's all-ones lanes), else 0.
+template <class V, class I>
+inline V keep_where(I keep, V v) {
+  return reinterpret_cast<V>(keep & reinterpret_cast<I>(v));
 }
 
 // The normalisation as one multiply-add per element, y = x * scale + shift; the forward and
@@ -87,7 +110,10 @@ struct Affine {
     }
   }
 };
-inline v8 affine(v8 x, const float* sc, const float* sh) { return x * load8(sc) + load8(sh); }
+template <class V>
+inline V affine(V x, const float* sc, const float* sh) {
+  return x * load_as<V>(sc) + load_as<V>(sh);
+}
 inline float affine(float x, float sc, float sh) { return x * sc + sh; }
 
 // Rows per band, fixed by C (the bits depend on the bands, never on the threads): about 256 KB
@@ -125,18 +151,22 @@ constexpr long kRun = 16;
 // forward's sums of x alone ran down the rows (29-30 ms a step against 32-34 across), the
 // backward's sums of x and dy across them (the whole backward 95-103 ms against 99-113).
 
-// Down the rows: a band's rows [m0, m1) of G groups of 8 channels from c into acc (see
+// Down the rows: a band's rows [m0, m1) of G vectors of channels from c into acc (see
 // column_sums), the sums in registers.
-template <int G, class F>
+template <int G, class V, class F>
 void band_sums_down(double* acc, long m0, long m1, int c, int C, const F& f) {
-  v8 shift[G];
-  for (int g = 0; g < G; ++g) shift[g] = f.shift(m0, std::min(m1, m0 + kRun), c + 8 * g);
-  v8d s[G] = {}, q[G] = {};
+  constexpr int L = kLanes<V>;
+  using D = Wide<V>;
+  V shift[G];
+  for (int g = 0; g < G; ++g) {
+    shift[g] = f.template shift<V>(m0, std::min(m1, m0 + kRun), c + L * g);
+  }
+  D s[G] = {}, q[G] = {};
   for (long r = m0; r < m1; r += kRun) {
-    v8 fs[G] = {}, fq[G] = {};
+    V fs[G] = {}, fq[G] = {};
     const long end = std::min(m1, r + kRun);
     for (long m = r; m < end; ++m) {
-      for (int g = 0; g < G; ++g) f.vec(m, c + 8 * g, shift[g], fs[g], fq[g]);
+      for (int g = 0; g < G; ++g) f.vec(m, c + L * g, shift[g], fs[g], fq[g]);
     }
     for (int g = 0; g < G; ++g) {
       s[g] += widen(fs[g]);
@@ -145,31 +175,27 @@ void band_sums_down(double* acc, long m0, long m1, int c, int C, const F& f) {
   }
   for (int g = 0; g < G; ++g) {
     f.unshift(s[g], q[g], widen(shift[g]), static_cast<double>(m1 - m0));
-    std::memcpy(acc + c + 8 * g, &s[g], sizeof s[g]);
-    std::memcpy(acc + C + c + 8 * g, &q[g], sizeof q[g]);
+    std::memcpy(acc + c + L * g, &s[g], sizeof s[g]);
+    std::memcpy(acc + C + c + L * g, &q[g], sizeof q[g]);
   }
 }
 
 // Channels the walk across takes at once: their float and double sums (28 KiB) stay in cache.
 constexpr int kChunk = 1024;
 
-inline v8d load8d(const double* p) {
-  v8d v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store8d(double* p, v8d v) { std::memcpy(p, &v, sizeof v); }
-
 // Across the rows: a band's rows [m0, m1) of the channels [c0, c0 + width) (width a multiple of
 // 8, at most kChunk) into acc, row by row, each row's channels in turn into float sums in
 // memory, which join the double ones every kRun rows: one stream per tensor for the prefetchers.
-template <class F>
+template <class V, class F>
 void band_sums_across(double* acc, long m0, long m1, int c0, int width, int C, const F& f) {
-  const int G = width / 8;
+  constexpr int L = kLanes<V>;
+  using D = Wide<V>;
+  const int G = width / L;
   alignas(64) float fs[kChunk], fq[kChunk], shift[kChunk];
   alignas(64) double s[kChunk], q[kChunk];
   const long first_end = std::min(m1, m0 + kRun);
-  for (int g = 0; g < G; ++g) store8(shift + 8 * g, f.shift(m0, first_end, c0 + 8 * g));
+  for (int g = 0; g < G; ++g)
+    store_as(shift + L * g, f.template shift<V>(m0, first_end, c0 + L * g));
   std::fill(s, s + width, 0.0);
   std::fill(q, q + width, 0.0);
   for (long r = m0; r < m1; r += kRun) {
@@ -178,22 +204,29 @@ void band_sums_across(double* acc, long m0, long m1, int c0, int width, int C, c
     const long end = std::min(m1, r + kRun);
     for (long m = r; m < end; ++m) {
       for (int g = 0; g < G; ++g) {
-        v8 a = load8(fs + 8 * g), b = load8(fq + 8 * g);
-        f.vec(m, c0 + 8 * g, load8(shift + 8 * g), a, b);
-        store8(fs + 8 * g, a);
-        store8(fq + 8 * g, b);
+        V a = load_as<V>(fs + L * g), b = load_as<V>(fq + L * g);
+        f.vec(m, c0 + L * g, load_as<V>(shift + L * g), a, b);
+        store_as(fs + L * g, a);
+        store_as(fq + L * g, b);
       }
     }
     for (int g = 0; g < G; ++g) {
-      store8d(s + 8 * g, load8d(s + 8 * g) + widen(load8(fs + 8 * g)));
-      store8d(q + 8 * g, load8d(q + 8 * g) + widen(load8(fq + 8 * g)));
+      D a, b;
+      std::memcpy(&a, s + L * g, sizeof a);
+      std::memcpy(&b, q + L * g, sizeof b);
+      a += widen(load_as<V>(fs + L * g));
+      b += widen(load_as<V>(fq + L * g));
+      std::memcpy(s + L * g, &a, sizeof a);
+      std::memcpy(q + L * g, &b, sizeof b);
     }
   }
   for (int g = 0; g < G; ++g) {
-    v8d a = load8d(s + 8 * g), b = load8d(q + 8 * g);
-    f.unshift(a, b, widen(load8(shift + 8 * g)), static_cast<double>(m1 - m0));
-    store8d(acc + c0 + 8 * g, a);
-    store8d(acc + C + c0 + 8 * g, b);
+    D a, b;
+    std::memcpy(&a, s + L * g, sizeof a);
+    std::memcpy(&b, q + L * g, sizeof b);
+    f.unshift(a, b, widen(load_as<V>(shift + L * g)), static_cast<double>(m1 - m0));
+    std::memcpy(acc + c0 + L * g, &a, sizeof a);
+    std::memcpy(acc + C + c0 + L * g, &b, sizeof b);
   }
 }
 
@@ -211,18 +244,29 @@ void column_sums(double* out, long M, int C, const F& f) {
   const long bands = (M + rows - 1) / rows;
   thread_local Partials partial;
   double* const part = partial.at_least(static_cast<size_t>(bands) * 2 * C);
-  const int C32 = C / 32 * 32, C8 = C / 8 * 8;
+  const int C8 = C / 8 * 8;
 #pragma omp parallel for schedule(static)
   for (long b = 0; b < bands; ++b) {
     double* acc = part + b * 2 * C;
     const long m0 = b * rows, m1 = std::min(M, m0 + rows);
     if constexpr (F::kAcross) {
       for (int c0 = 0; c0 < C8; c0 += kChunk) {
-        band_sums_across(acc, m0, m1, c0, std::min(kChunk, C8 - c0), C, f);
+        const int width = std::min(kChunk, C8 - c0);
+#ifdef __AVX512F__
+        if (width % 16 == 0) {
+          band_sums_across<v16>(acc, m0, m1, c0, width, C, f);
+          continue;
+        }
+#endif
+        band_sums_across<v8>(acc, m0, m1, c0, width, C, f);
       }
     } else {
-      for (int c = 0; c < C32; c += 32) band_sums_down<4>(acc, m0, m1, c, C, f);
-      for (int c = C32; c < C8; c += 8) band_sums_down<1>(acc, m0, m1, c, C, f);
+      int c = 0;
+#ifdef __AVX512F__
+      for (; c + 64 <= C8; c += 64) band_sums_down<4, v16>(acc, m0, m1, c, C, f);
+#endif
+      for (; c + 32 <= C8; c += 32) band_sums_down<4, v8>(acc, m0, m1, c, C, f);
+      for (; c < C8; c += 8) band_sums_down<1, v8>(acc, m0, m1, c, C, f);
     }
     for (int c = C8; c < C; ++c) {
       double s = 0, q = 0;
@@ -248,7 +292,11 @@ void for_each_row(long M, int C, const F& f) {
   {
 #pragma omp for schedule(static) nowait
     for (long m = 0; m < M; ++m) {
-      for (int c = 0; c < C8; c += 8) f.vec(m, c);
+      int c = 0;
+#ifdef __AVX512F__
+      for (; c + 16 <= C8; c += 16) f.template vec<v16>(m, c);
+#endif
+      for (; c < C8; c += 8) f.template vec<v8>(m, c);
       for (int c = C8; c < C; ++c) f.one(m, c);
     }
 #ifdef SG_STREAMING_STORES
@@ -257,23 +305,32 @@ void for_each_row(long M, int C, const F& f) {
   }
 }
 
+// The walk down the rows reads each row's few lines a row's length apart, which the hardware
+// prefetchers follow too late: a software prefetch this many rows ahead took the forward's sums
+// on ResNet-50's 53 shapes from 22-27 to 17-20 ms a step (bench/bn_bench.cpp, data in memory).
+constexpr long kPrefetchRows = 8;
+
 // sums[c] = sum x, sums[C+c] = sum x^2, from the sums of d = x - k with k the mean of a band's
 // first rows: sum x = sum d + n k, sum x^2 = sum d^2 + 2 k sum d + n k^2.
 struct XSums {
   static constexpr bool kAcross = false;
   const float* x;
   int C;
-  v8 shift(long m0, long m1, int c) const {
-    v8 k = {};
-    for (long m = m0; m < m1; ++m) k += load8(x + m * C + c);
-    return k / splat(static_cast<float>(m1 - m0));
+  template <class V>
+  V shift(long m0, long m1, int c) const {
+    V k = {};
+    for (long m = m0; m < m1; ++m) k += load_as<V>(x + m * C + c);
+    return k / splat_as<V>(static_cast<float>(m1 - m0));
   }
-  void vec(long m, int c, v8 k, v8& s, v8& q) const {
-    const v8 d = load8(x + m * C + c) - k;
+  template <class V>
+  void vec(long m, int c, V k, V& s, V& q) const {
+    __builtin_prefetch(x + (m + kPrefetchRows) * C + c);  // past the end: a no-op
+    const V d = load_as<V>(x + m * C + c) - k;
     s += d;
     q += d * d;
   }
-  void unshift(v8d& s, v8d& q, v8d k, double n) const {
+  template <class D>
+  void unshift(D& s, D& q, D k, double n) const {
     q += (s + s) * k + n * k * k;
     s += n * k;
   }
@@ -284,29 +341,32 @@ struct XSums {
   }
 };
 
+// One row's channels of normalize (below).
+struct NormalizePass {
+  float* out;
+  const float *x, *sc, *sh, *r;
+  int C;
+  bool relu, stream;
+  template <class V>
+  void vec(long m, int c) const {
+    V y = affine(load_as<V>(x + m * C + c), sc + c, sh + c);
+    if (r != nullptr) y += load_as<V>(r + m * C + c);
+    if (relu) y = keep_where(y > splat_as<V>(0.0f), y);
+    put(out + m * C + c, y, stream);
+  }
+  void one(long m, int c) const {
+    float y = affine(x[m * C + c], sc[c], sh[c]);
+    if (r != nullptr) y += r[m * C + c];
+    out[m * C + c] = relu ? (y > 0.0f ? y : 0.0f) : y;
+  }
+};
+
 // out = x * scale + shift, plus the residual r where one is given, then max(0, .) with `relu`
 // (each step rounded to float as the separate passes would).
 void normalize(float* out, const float* x, const Affine& a, const float* r, long M, int C,
                bool relu) {
   const float *sc = a.scale.data(), *sh = a.shift.data();
-  struct Pass {
-    float* out;
-    const float *x, *sc, *sh, *r;
-    int C;
-    bool relu, stream;
-    void vec(long m, int c) const {
-      v8 y = affine(load8(x + m * C + c), sc + c, sh + c);
-      if (r != nullptr) y += load8(r + m * C + c);
-      if (relu) y = keep_where(y > splat(0.0f), y);
-      put8(out + m * C + c, y, stream);
-    }
-    void one(long m, int c) const {
-      float y = affine(x[m * C + c], sc[c], sh[c]);
-      if (r != nullptr) y += r[m * C + c];
-      out[m * C + c] = relu ? (y > 0.0f ? y : 0.0f) : y;
-    }
-  };
-  for_each_row(M, C, Pass{out, x, sc, sh, r, C, relu, streams(out, M, C)});
+  for_each_row(M, C, NormalizePass{out, x, sc, sh, r, C, relu, streams(out, M, C)});
 }
 
 // sums[c] = sum dy', sums[C+c] = sum dy' (x - mean), dy' = dy or, with a ReLU (a non-null
@@ -315,15 +375,20 @@ struct DySums {
   static constexpr bool kAcross = true;
   const float *dy, *x, *mean, *sc, *sh;
   int C;
-  v8 shift(long, long, int) const { return v8{}; }  // x - mean is centred already
-  void vec(long m, int c, v8, v8& s, v8& q) const {
-    const v8 xv = load8(x + m * C + c);
-    v8 g = load8(dy + m * C + c);
-    if (sc != nullptr) g = keep_where(affine(xv, sc + c, sh + c) > splat(0.0f), g);
-    s += g;
-    q += g * (xv - load8(mean + c));
+  template <class V>
+  V shift(long, long, int) const {  // x - mean is centred already
+    return V{};
   }
-  void unshift(v8d&, v8d&, v8d, double) const {}
+  template <class V>
+  void vec(long m, int c, V, V& s, V& q) const {
+    const V xv = load_as<V>(x + m * C + c);
+    V g = load_as<V>(dy + m * C + c);
+    if (sc != nullptr) g = keep_where(affine(xv, sc + c, sh + c) > splat_as<V>(0.0f), g);
+    s += g;
+    q += g * (xv - load_as<V>(mean + c));
+  }
+  template <class D>
+  void unshift(D&, D&, D, double) const {}
   void one(long m, int c, double& s, double& q) const {
     const float xv = x[m * C + c];
     float g = dy[m * C + c];
@@ -347,6 +412,28 @@ void backward_sums(double* sums, float* dgamma, float* dbeta, const float* dout,
   }
 }
 
+// One row's channels of backward_input (below): dx = a dy' + b x + d.
+struct BackwardInputPass {
+  float* dx;
+  const float *dy, *x, *pa, *pb, *pd, *sc, *sh;
+  int C;
+  bool stream;
+  template <class V>
+  void vec(long m, int c) const {
+    const V xv = load_as<V>(x + m * C + c);
+    V g = load_as<V>(dy + m * C + c);
+    if (sc != nullptr) g = keep_where(affine(xv, sc + c, sh + c) > splat_as<V>(0.0f), g);
+    put(dx + m * C + c, load_as<V>(pa + c) * g + load_as<V>(pb + c) * xv + load_as<V>(pd + c),
+        stream);
+  }
+  void one(long m, int c) const {
+    const float xv = x[m * C + c];
+    float g = dy[m * C + c];
+    if (sc != nullptr && !(affine(xv, sc[c], sh[c]) > 0.0f)) g = 0.0f;
+    dx[m * C + c] = pa[c] * g + pb[c] * xv + pd[c];
+  }
+};
+
 // dx = gamma rstd (dy' - mean(dy') - xhat mean(dy' xhat)) = a dy' + b x + d per channel.
 void backward_input(float* dinp, const double* sums, const float* dout, const float* x,
                     const float* mean, const float* var, const float* gamma, const Affine* relu,
@@ -362,28 +449,10 @@ void backward_input(float* dinp, const double* sums, const float* dout, const fl
     d[static_cast<size_t>(c)] =
         static_cast<float>(-g * mean_dy + g * mean_dy_xhat * rstd * double{mean[c]});
   }
-  struct Pass {
-    float* dx;
-    const float *dy, *x, *pa, *pb, *pd, *sc, *sh;
-    int C;
-    bool stream;
-    void vec(long m, int c) const {
-      const v8 xv = load8(x + m * C + c);
-      v8 g = load8(dy + m * C + c);
-      if (sc != nullptr) g = keep_where(affine(xv, sc + c, sh + c) > splat(0.0f), g);
-      put8(dx + m * C + c, load8(pa + c) * g + load8(pb + c) * xv + load8(pd + c), stream);
-    }
-    void one(long m, int c) const {
-      const float xv = x[m * C + c];
-      float g = dy[m * C + c];
-      if (sc != nullptr && !(affine(xv, sc[c], sh[c]) > 0.0f)) g = 0.0f;
-      dx[m * C + c] = pa[c] * g + pb[c] * xv + pd[c];
-    }
-  };
-  for_each_row(
-      M, C,
-      Pass{dinp, dout, x, a.data(), b.data(), d.data(), relu ? relu->scale.data() : nullptr,
-           relu ? relu->shift.data() : nullptr, C, streams(dinp, M, C)});
+  for_each_row(M, C,
+               BackwardInputPass{dinp, dout, x, a.data(), b.data(), d.data(),
+                                 relu ? relu->scale.data() : nullptr,
+                                 relu ? relu->shift.data() : nullptr, C, streams(dinp, M, C)});
 }
 
 }  // namespace
@@ -436,8 +505,8 @@ void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* d
   const Affine* mask = forward ? &*forward : nullptr;
   std::vector<double> sums(2 * static_cast<size_t>(C));
   backward_sums(sums.data(), dgamma, dbeta, dout, inp, mean, var, mask, M, C, eps);
-  backward_input(dinp, sums.data(), dout, inp, mean, var, gamma, mask, static_cast<double>(M), M,
-                 C, eps);
+  backward_input(dinp, sums.data(), dout, inp, mean, var, gamma, mask, static_cast<double>(M), M, C,
+                 eps);
 }
 
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean,

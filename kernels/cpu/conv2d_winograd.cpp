@@ -44,35 +44,11 @@ constexpr int kPos = 36;   // transform-domain positions
 // 7x7x512 layers at batch 8, its 14x14x256 at batch 2) and 1.2-2.2x faster from 64 tiles up.
 constexpr long kMinTiles = 64;
 
-// The transforms' vectors: 16 channels (or filters) in the lanes where the variant has AVX-512
-// and the count is a multiple of 16, else 8. Each lane's arithmetic is the same either way, so
-// the width leaves the bits alone; the 16-wide copy runs each transform in about 0.55-0.6 of
-// the time at ResNet-50's shapes (docs/performance.md).
-#ifdef __AVX512F__
-typedef float v16 __attribute__((vector_size(64)));
-#endif
-
-template <class V>
-constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(float));
-
-template <class V>
-inline V splat_as(float x) {
-  V v;
-  for (int i = 0; i < kLanes<V>; ++i) v[i] = x;
-  return v;
-}
-template <class V>
-inline V load_as(const float* p) {
-  V v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <class V>
-inline void store_as(float* p, V v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
-// f.template operator()<V>() with the widest vector type whose lanes divide `count`.
+// The transforms' vectors (kernels/cpu/vec8.h): 16 channels (or filters) in the lanes where the
+// variant has AVX-512 and the count is a multiple of 16, else 8, the bits the same either way.
+// The 16-wide copy runs each transform in about 0.55-0.6 of the time at ResNet-50's shapes
+// (docs/performance.md): f.template operator()<V>() with the widest vector type whose lanes
+// divide `count`.
 template <class F>
 void by_width([[maybe_unused]] long count, F f) {
 #ifdef __AVX512F__
@@ -310,8 +286,8 @@ void per_position(F product) {
 // `flip`, by the filters w (C,K,3,3) turned by 180 degrees and transposed (w[c][k] joining input
 // channel c to output channel k). U[p] holds w's first index in rows either way, so the product
 // takes it transposed for the forward.
-void winograd_conv(float* out, const float* x, const float* w, int N, int H, int W, int C,
-                   int K, bool flip) {
+void winograd_conv(float* out, const float* x, const float* w, int N, int H, int W, int C, int K,
+                   bool flip) {
   const Tiling tl = tiling_of(H, W);
   const long T = N * tl.per_image();
   const long CK = static_cast<long>(C) * K;

@@ -1,7 +1,8 @@
 #pragma once
 // Eight floats as one GCC vector, for the hand-written kernels that spell out their SIMD (the
 // Winograd transforms, the batch-norm passes). AVX registers on the x86-64-v3 and -v4 copies;
-// the baseline copy splits each into two SSE halves.
+// the baseline copy splits each into two SSE halves. Sixteen on the -v4 copy where a kernel
+// takes them.
 //
 // Include it from a kernel TU only: its helpers live in an unnamed namespace inside the
 // variant's namespace, so every copy keeps its own (kernels/cpu/isa.h: a helper shared across
@@ -27,6 +28,33 @@ inline v8 load8(const float* p) {
 }
 inline void store8(float* p, v8 v) { std::memcpy(p, &v, sizeof v); }
 inline v8 splat(float x) { return v8{x, x, x, x, x, x, x, x}; }
+
+// Sixteen floats, one AVX-512 register, for the kernels whose lanes can widen where the variant
+// has AVX-512; the helpers below take either width. Each lane's arithmetic is the same at both
+// widths, so a kernel keeps its bits whichever it runs.
+#ifdef __AVX512F__
+typedef float v16 __attribute__((vector_size(64)));
+#endif
+
+template <class V>
+constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(float));
+
+template <class V>
+inline V splat_as(float x) {
+  V v;
+  for (int i = 0; i < kLanes<V>; ++i) v[i] = x;
+  return v;
+}
+template <class V>
+inline V load_as(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V>
+inline void store_as(float* p, V v) {
+  std::memcpy(p, &v, sizeof v);
+}
 
 }  // namespace
 }  // namespace sg::cpu::SG_CPU_ISA

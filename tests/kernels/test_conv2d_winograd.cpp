@@ -54,8 +54,8 @@ std::vector<const sg::cpu::KernelTable*> runnable_variants() {
 TEST_CASE("winograd conv2d: every variant matches the reference (forward, data, weights +=)") {
   for (const sg::cpu::KernelTable* k : runnable_variants()) {
     for (const auto& s : shapes()) {
-      INFO("variant " << std::string(k->isa) << ", N H W C K = " << s.N << " " << s.H << " "
-                      << s.W << " " << s.C << " " << s.K);
+      INFO("variant " << std::string(k->isa) << ", N H W C K = " << s.N << " " << s.H << " " << s.W
+                      << " " << s.C << " " << s.K);
       REQUIRE(sg::cpu::winograd_fits(s));
       const auto x = random_floats(static_cast<size_t>(s.in_size()), 21);
       const auto w = random_floats(static_cast<size_t>(s.weight_size()), 22);
@@ -74,6 +74,31 @@ TEST_CASE("winograd conv2d: every variant matches the reference (forward, data, 
       sg::cpu::conv2d_backward_weights_reference(dw_ref.data(), dy.data(), x.data(), s);
       CHECK_CLOSE(dw.data(), dw_ref.data(), dw.size(), kWinograd, "dweight");
     }
+  }
+}
+
+TEST_CASE("winograd conv2d: the AVX-512 copy's 16-channel vectors give the AVX2 copy's bits") {
+  // Both contract the same multiply-adds and call the same products; the transforms' lanes are
+  // 16 wide on AVX-512 where the channels allow, 8 on AVX2, with the same arithmetic per lane.
+  const sg::cpu::KernelTable* v3 = sg::cpu::kernel_table_for("x86-64-v3");
+  const sg::cpu::KernelTable* v4 = sg::cpu::kernel_table_for("x86-64-v4");
+  if (v3 == nullptr || v4 == nullptr) {
+    MESSAGE("skipped: this CPU does not run both the x86-64-v3 and -v4 kernels");
+    return;
+  }
+  for (const auto& s : shapes()) {
+    INFO("N H W C K = " << s.N << " " << s.H << " " << s.W << " " << s.C << " " << s.K);
+    const auto x = random_floats(static_cast<size_t>(s.in_size()), 31);
+    const auto w = random_floats(static_cast<size_t>(s.weight_size()), 32);
+    const auto dy = random_floats(static_cast<size_t>(s.out_size()), 33);
+    auto run = [&](const sg::cpu::KernelTable* k) {
+      std::vector<float> y(dy.size()), dx(x.size()), dw(w.size(), 0.5f);
+      k->conv2d_winograd_forward(y.data(), x.data(), w.data(), s);
+      k->conv2d_winograd_backward_data(dx.data(), dy.data(), w.data(), s);
+      k->conv2d_winograd_backward_weights(dw.data(), dy.data(), x.data(), s);
+      return std::vector<std::vector<float>>{y, dx, dw};
+    };
+    CHECK(run(v4) == run(v3));
   }
 }
 
@@ -98,7 +123,7 @@ TEST_CASE("winograd conv2d: the shapes it takes, and those the CPU convolution g
   CHECK(sg::cpu::winograd_applies(shape3x3(8, 14, 14, 256, 256)));
   CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(8, 7, 7, 512, 512)));
   CHECK(sg::cpu::winograd_applies(shape3x3(16, 7, 7, 512, 512)));
-  CHECK(sg::cpu::winograd_applies(shape3x3(4, 16, 13, 8, 8)));    // 4 x 4 x 4 tiles
+  CHECK(sg::cpu::winograd_applies(shape3x3(4, 16, 13, 8, 8)));  // 4 x 4 x 4 tiles
   CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(3, 16, 13, 8, 8)));
   CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(4, 16, 16, 20, 8)));
 }

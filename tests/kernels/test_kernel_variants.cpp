@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -163,6 +164,60 @@ TEST_CASE("kernel variants: batch norm with and without the ReLU fused in") {
       }
       return outs;
     });
+  }
+}
+
+// n floats whose first is `offset` bytes past a 64-byte boundary (the model's arena gives 64,
+// glibc's large blocks 16): the writing passes' streaming stores take both.
+struct Placed {
+  std::vector<float> storage;
+  float* p;
+  Placed(size_t n, size_t offset) : storage(n + 32) {
+    const auto at = reinterpret_cast<uintptr_t>(storage.data());
+    p = reinterpret_cast<float*>((at + 63) / 64 * 64 + offset);
+  }
+  std::vector<float> values(size_t n) const { return std::vector<float>(p, p + n); }
+};
+
+TEST_CASE("kernel variants: batch norm's 16-channel vectors give the 8-channel copy's bits") {
+  // The AVX-512 copy runs 16 channels a vector where they fit, the AVX2 copy 8; both contract
+  // the same multiply-adds, so every output must be bitwise equal. 80 channels: a group of 64
+  // walked down the rows in 16s, then 8s; 4 MiB outputs, 64-byte aligned (one streaming store
+  // a vector) and 16 past (four).
+  const cpu::KernelTable* v3 = cpu::kernel_table_for("x86-64-v3");
+  const cpu::KernelTable* v4 = cpu::kernel_table_for("x86-64-v4");
+  if (v3 == nullptr || v4 == nullptr) {
+    MESSAGE("skipped: this CPU does not run both the x86-64-v3 and -v4 kernels");
+    return;
+  }
+  struct Case {
+    long M;
+    int C;
+    size_t offset;
+  };
+  for (const Case& c : {Case{300, 80, 0}, Case{16384, 64, 0}, Case{16384, 64, 16}}) {
+    CAPTURE(c.M);
+    CAPTURE(c.C);
+    CAPTURE(c.offset);
+    const size_t n = size_t(c.M) * c.C;
+    const auto x = random_floats(n, 25), dy = random_floats(n, 26), res = random_floats(n, 27);
+    const auto gamma = random_floats(c.C, 28), beta = random_floats(c.C, 29);
+    auto run = [&](const cpu::KernelTable& k, bool relu, const float* residual) {
+      Placed y(n, c.offset), dx(n, c.offset);
+      std::vector<float> mean(c.C), var(c.C), dg(c.C, 0.f), db(c.C, 0.f);
+      k.batchnorm_forward_train(y.p, mean.data(), var.data(), x.data(), gamma.data(), beta.data(),
+                                residual, c.M, c.C, 1e-5f, relu);
+      k.batchnorm_backward(dx.p, dg.data(), db.data(), dy.data(), x.data(), mean.data(), var.data(),
+                           gamma.data(), beta.data(), c.M, c.C, 1e-5f, relu);
+      return std::vector<std::vector<float>>{y.values(n), mean, var, dx.values(n), dg, db};
+    };
+    for (const bool relu : {false, true}) {
+      for (const float* residual : {static_cast<const float*>(nullptr), res.data()}) {
+        CAPTURE(relu);
+        CAPTURE(residual != nullptr);
+        CHECK(run(*v4, relu, residual) == run(*v3, relu, residual));
+      }
+    }
   }
 }
 
