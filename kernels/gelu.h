@@ -7,6 +7,7 @@
 namespace sg::cpu::inline SG_CPU_ISA {
 
 void gelu_forward(float* out, const float* inp, long n);                  // (n)
-void gelu_backward(float* dinp, const float* inp, const float* dout, long n);  // dinp += (n)
+// dinp = gelu'(inp) * dout, written (no zeroing first).
+void gelu_backward(float* dinp, const float* inp, const float* dout, long n);  // dinp = (n)
 
 }  // namespace sg::cpu::SG_CPU_ISA

@@ -14,9 +14,11 @@ void matmul_forward(float* out,           // (N,OC)
                     const float* bias,    // (OC) or nullptr
                     int N, int C, int OC);
 
-// dinp += dout @ weight, dweight += dout^T @ inp, dbias += sum_n dout.
-// dinp may be null (e.g. the first layer's input needs no gradient); dbias null when bias is.
-void matmul_backward(float* dinp,          // (N,C)   += or nullptr
+// dinp = dout @ weight, dweight += dout^T @ inp, dbias += sum_n dout.
+// dinp (an activation's gradient, which only this product makes) is written, so its buffer
+// needs no zeroing first; the parameter gradients accumulate over micro-batches. dinp may be
+// null (e.g. the first layer's input needs no gradient); dbias null when bias is.
+void matmul_backward(float* dinp,          // (N,C)   = or nullptr
                      float* dweight,       // (OC,C)  +=
                      float* dbias,         // (OC)    += or nullptr
                      const float* dout,    // (N,OC)

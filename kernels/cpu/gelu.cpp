@@ -44,7 +44,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
     const float s = 1.0f / (1.0f + e);
     const float du_dx = static_cast<float>(kSqrt2OverPi) * (1.0f + 3.0f * kCubicFloat * x * x);
     const float grad = s + 2.0f * x * s * (e * s) * du_dx;
-    dinp[i] += grad * dout[i];
+    dinp[i] = grad * dout[i];
   }
 }
 

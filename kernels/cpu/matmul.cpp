@@ -76,10 +76,10 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int C, int OC) {
   if (dinp != nullptr) {
-    // dinp (N,C) += dout (N,OC) @ weight (OC,C). Its inner dimension is OC: OpenBLAS, which does
+    // dinp (N,C) = dout (N,OC) @ weight (OC,C). Its inner dimension is OC: OpenBLAS, which does
     // not split it between threads.
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
-                1.0f, dinp, C);
+                0.0f, dinp, C);
   }
   // dweight (OC,C) += dout^T (OC,N) @ inp (N,C)
   if (onednn_product(N, OC)) {

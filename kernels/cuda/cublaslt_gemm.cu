@@ -165,12 +165,18 @@ void CublasLtGemm::forward(float* out, const float* inp, const float* weight, co
 
 void CublasLtGemm::backward(float* dinp, float* dweight, float* dbias, const float* dout,
                             const float* inp, const float* weight, int N, int C, int OC) {
-  if (N <= 0 || OC <= 0) return;  // nothing to add
+  if (N <= 0) return;  // nothing to write or add
+  if (OC <= 0) {  // dinp is an empty sum
+    if (dinp != nullptr && C > 0) {
+      SG_CUDA_CHECK(cudaMemsetAsync(dinp, 0, sizeof(float) * N * C, stream_));
+    }
+    return;
+  }
   if (C > 0) {
     if (dinp != nullptr) {
-      // dinp^T (C,N) += W stored (C,OC) @ dout^T (OC,N)
+      // dinp^T (C,N) = W stored (C,OC) @ dout^T (OC,N), written (the CPU op's contract)
       const GemmKey key{.trans_a = false, .trans_b = false, .m = C, .n = N, .k = OC,
-                        .bias_epilogue = false, .accumulate = true, .math = math_,
+                        .bias_epilogue = false, .accumulate = false, .math = math_,
                         .align_a = alignment_of(weight), .align_b = alignment_of(dout),
                         .align_d = alignment_of(dinp)};
       run(key, weight, dout, dinp, nullptr);

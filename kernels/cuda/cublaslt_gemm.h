@@ -40,7 +40,7 @@ class CublasLtGemm {
                const float* weight,  // (OC,C)
                const float* bias,    // (OC) or null
                int N, int C, int OC);
-  void backward(float* dinp,          // (N,C)  += or null
+  void backward(float* dinp,          // (N,C)  =  or null
                 float* dweight,       // (OC,C) +=
                 float* dbias,         // (OC)   += or null
                 const float* dout,    // (N,OC)

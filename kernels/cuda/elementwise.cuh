@@ -27,7 +27,7 @@ __global__ void gelu_backward(float* dinp, const float* inp, const float* dout, 
     const float t = tanhf(s * (x + cube));
     const float sech2 = 1.0f - t * t;
     const float local = 0.5f * (1.0f + t) + 0.5f * x * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
-    dinp[i] += local * dout[i];
+    dinp[i] = local * dout[i];
   }
 }
 

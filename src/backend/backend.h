@@ -55,6 +55,8 @@ class Backend {
   virtual void set_precision(const std::string& precision) = 0;
 
   // --- linear algebra and elementwise (kernels/matmul.h, gelu.h, residual.h) --------------
+  // The backward ops write the activation's gradient (matmul_backward's dinp, gelu_backward's
+  // dinp) and add to the parameters' (dweight, dbias), as the kernels' headers say.
   virtual void matmul_forward(float* out, const float* inp, const float* weight,
                               const float* bias, int N, int C, int OC) = 0;
   virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,

@@ -276,25 +276,21 @@ void GPT2::block_backward(Slot& s, int l, float* grads, const float* params, con
   // The row-parallel layers' input gradients are local; the column-parallel layers' are partial
   // sums over the tensor ranks, all-reduced before the (replicated) layernorm backward.
   // MLP branch: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2))))
-  zero(dfch_gelu_, static_cast<size_t>(N) * Cm);
+  // matmul_backward and gelu_backward write their input gradients: no zeroing first.
   backend_.matmul_backward(dfch_gelu_, g.fcprojw, g.fcprojb, dresidual_, a.fch_gelu, w.fcprojw, N, Cm,
                        C);
-  zero(dfch_, static_cast<size_t>(N) * Cm);
   backend_.gelu_backward(dfch_, a.fch, dfch_gelu_, static_cast<long>(N) * Cm);
-  zero(dln_, static_cast<size_t>(NC));
   backend_.matmul_backward(dln_, g.fcw, g.fcb, dfch_, a.ln2, w.fcw, N, C, Cm);
   tp_sum(dln_, static_cast<size_t>(NC));
   backend_.layernorm_backward(dresidual_, g.ln2w, g.ln2b, dln_, a.residual2, w.ln2w, a.ln2_mean,
                           a.ln2_rstd, N, C);
   // Attention branch: residual2 = x + attproj(attention(qkv(ln1(x))))
-  zero(datty_, static_cast<size_t>(N) * Ca);
   backend_.matmul_backward(datty_, g.attprojw, g.attprojb, dresidual_, a.atty, w.attprojw, N, Ca, C);
   zero(dqkv_, static_cast<size_t>(N) * 3 * Ca);
   // Selective recompute: every layer shares one attention state, so this layer's is rebuilt from
   // its kept q, k, v (the output it rewrites is bitwise what the forward wrote).
   if (recompute_ == Recompute::Selective) backend_.attention_forward(a.atty, a.att, a.qkv, B, T, Ca, NH);
   backend_.attention_backward(dqkv_, datt_, datty_, a.qkv, a.atty, a.att, B, T, Ca, NH);
-  zero(dln_, static_cast<size_t>(NC));
   backend_.matmul_backward(dln_, g.qkvw, g.qkvb, dqkv_, a.ln1, w.qkvw, N, C, 3 * Ca);
   tp_sum(dln_, static_cast<size_t>(NC));
   backend_.layernorm_backward(dresidual_, g.ln1w, g.ln1b, dln_, x, w.ln1w, a.ln1_mean, a.ln1_rstd, N,
@@ -318,7 +314,6 @@ void GPT2::backward_stage(int slot, float* grads, const float* params, const int
     // Logits gradient in place of the probabilities (unless the forward already fused it), then
     // the tied LM head, whose input gradient is a partial sum over the vocabulary shards.
     logits_backward(s, targets, dloss);
-    zero(dln_, static_cast<size_t>(NC));
     backend_.matmul_backward(dln_, grads + wte_, nullptr, s.logits, s.lnf, params + wte_, N, C,
                          split_.vocab_rows);
     tp_sum(dln_, static_cast<size_t>(NC));

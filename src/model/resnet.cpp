@@ -372,7 +372,6 @@ void ResNet::backward(int slot, float* grads, const float* params, const MicroBa
   float* g = grad_a_;
   float* other = grad_b_;
   if (p.last) {
-    be.zero(dfeatures_, static_cast<size_t>(p.B) * p.features);
     be.matmul_backward(dfeatures_, grads + p.fc_weight, grads + p.fc_bias, s.logits, s.features,
                        params + p.fc_weight, p.B, p.features, p.classes);
     ready(layout_.last_tensors());

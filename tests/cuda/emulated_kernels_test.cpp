@@ -54,7 +54,7 @@ TEST_CASE("emulated GPU: GELU, ReLU, residual and bias adds (+ ReLU), casts, NCH
   sg::cpu::gelu_forward(ref.data(), x.data(), n);
   sg::cuda::gelu_forward(got.data(), x.data(), n, kStream);
   CHECK_CLOSE(got.data(), ref.data(), n, kFp32, "gelu forward");
-  std::vector<float> dref(n, 0.5f), dgot(n, 0.5f);  // += onto a start value
+  std::vector<float> dref(n, 0.5f), dgot(n, 0.5f);  // written over a start value
   sg::cpu::gelu_backward(dref.data(), x.data(), dy.data(), n);
   sg::cuda::gelu_backward(dgot.data(), x.data(), dy.data(), n, kStream);
   CHECK_CLOSE(dgot.data(), dref.data(), n, kFp32, "gelu backward");

@@ -47,7 +47,7 @@ TEST_CASE("gelu_forward matches float64 to 1e-6 relative") {
   CHECK_CLOSE(out.data(), ref.data(), out.size(), kGelu, "gelu out");
 }
 
-TEST_CASE("gelu_backward accumulates the analytic derivative") {
+TEST_CASE("gelu_backward writes the analytic derivative over what dinp held") {
   const auto x = gelu_inputs();
   const auto dout = random_floats(x.size(), 22);
   const auto dinp0 = random_floats(x.size(), 23);
@@ -55,8 +55,7 @@ TEST_CASE("gelu_backward accumulates the analytic derivative") {
   sg::cpu::gelu_backward(dinp.data(), x.data(), dout.data(), static_cast<long>(x.size()));
   std::vector<double> grad(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) grad[i] = gelu_grad_reference(x[i]) * dout[i];
-  const auto expected = plus(dinp0, grad);
-  CHECK_CLOSE(dinp.data(), expected.data(), dinp.size(), kFp32, "gelu dinp");
+  CHECK_CLOSE(dinp.data(), grad.data(), dinp.size(), kFp32, "gelu dinp");
 
   // The reference derivative itself, by central differences.
   std::vector<double> fd(x.size()), analytic(x.size());

@@ -43,11 +43,12 @@ TEST_CASE("matmul_forward matches float64 with and without bias") {
   }
 }
 
-TEST_CASE("matmul_backward accumulates dinp, dweight, dbias") {
+TEST_CASE("matmul_backward writes dinp, accumulates dweight and dbias") {
   const auto inp = random_floats(N * C, 4);
   const auto weight = random_floats(OC * C, 5);
   const auto dout = random_floats(N * OC, 6);
-  // Gradients start non-zero: the kernel must add, not overwrite.
+  // Gradients start non-zero: the kernel must add to dweight and dbias, and write dinp (an
+  // activation's gradient: its buffer holds the last micro-batch's, never zeroed).
   const auto dinp0 = random_floats(N * C, 7);
   const auto dweight0 = random_floats(OC * C, 8);
   const auto dbias0 = random_floats(OC, 9);
@@ -67,7 +68,7 @@ TEST_CASE("matmul_backward accumulates dinp, dweight, dbias") {
     auto dinp = dinp0, dweight = dweight0, dbias = dbias0;
     sg::cpu::matmul_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
                              weight.data(), N, C, OC);
-    const auto e_dinp = plus(dinp0, ref_dinp);
+    const auto& e_dinp = ref_dinp;
     const auto e_dweight = plus(dweight0, ref_dweight);
     const auto e_dbias = plus(dbias0, ref_dbias);
     CHECK_CLOSE(dinp.data(), e_dinp.data(), dinp.size(), kFp32, "dinp");
@@ -133,7 +134,7 @@ TEST_CASE("matmul at a language-model head's shape (oneDNN's sgemm): float64, th
       }
       ref[static_cast<size_t>(i) * oc + o] = sum;
     }
-  const auto e_dinp = plus(dinp0, ref_dinp);
+  const auto& e_dinp = ref_dinp;  // written over dinp0
   const auto e_dweight = plus(dweight0, ref_dweight);
   std::vector<std::vector<float>> first;
   const int threads_before = omp_get_max_threads();
