@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -66,6 +67,23 @@ TEST_CASE("sum_of_squares is exact to float64 rounding and identical for every t
   omp_set_num_threads(saved_threads);
   CHECK_CLOSE(&sums[0], &ref, 1, (Tolerance{0.0, 1e-12}), "sum of squares");
   for (double s : sums) CHECK(s == sums[0]);  // bitwise
+  // The order is the documented one whatever the kernel interleaves: blocks of 2^14 floats,
+  // each in 8 lanes (element i to lane i % 8, the lanes then added in order), the blocks' sums
+  // added in order. (This TU and the baseline kernel copy both compile without FMA.)
+  double ordered = 0.0;
+  for (long b = 0; b < n; b += 1 << 14) {
+    double lanes[8] = {};
+    const long end = std::min(n, b + (1 << 14));
+    long i = b;
+    for (; i + 8 <= end; i += 8) {
+      for (int l = 0; l < 8; ++l) lanes[l] += double{x[i + l]} * x[i + l];
+    }
+    for (; i < end; ++i) lanes[0] += double{x[i]} * x[i];
+    double block = 0.0;
+    for (double lane : lanes) block += lane;
+    ordered += block;
+  }
+  CHECK(sums[0] == ordered);
 }
 
 TEST_CASE("clip_by_global_norm scales to max_norm above it and leaves x alone below") {
