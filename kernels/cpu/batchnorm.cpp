@@ -175,8 +175,8 @@ void band_sums_down(double* acc, long m0, long m1, int c, int C, const F& f) {
   }
   for (int g = 0; g < G; ++g) {
     f.unshift(s[g], q[g], widen(shift[g]), static_cast<double>(m1 - m0));
-    std::memcpy(acc + c + L * g, &s[g], sizeof s[g]);
-    std::memcpy(acc + C + c + L * g, &q[g], sizeof q[g]);
+    store_as(acc + c + L * g, s[g]);
+    store_as(acc + C + c + L * g, q[g]);
   }
 }
 
@@ -211,22 +211,15 @@ void band_sums_across(double* acc, long m0, long m1, int c0, int width, int C, c
       }
     }
     for (int g = 0; g < G; ++g) {
-      D a, b;
-      std::memcpy(&a, s + L * g, sizeof a);
-      std::memcpy(&b, q + L * g, sizeof b);
-      a += widen(load_as<V>(fs + L * g));
-      b += widen(load_as<V>(fq + L * g));
-      std::memcpy(s + L * g, &a, sizeof a);
-      std::memcpy(q + L * g, &b, sizeof b);
+      store_as(s + L * g, load_as<D>(s + L * g) + widen(load_as<V>(fs + L * g)));
+      store_as(q + L * g, load_as<D>(q + L * g) + widen(load_as<V>(fq + L * g)));
     }
   }
   for (int g = 0; g < G; ++g) {
-    D a, b;
-    std::memcpy(&a, s + L * g, sizeof a);
-    std::memcpy(&b, q + L * g, sizeof b);
+    D a = load_as<D>(s + L * g), b = load_as<D>(q + L * g);
     f.unshift(a, b, widen(load_as<V>(shift + L * g)), static_cast<double>(m1 - m0));
-    std::memcpy(acc + c0 + L * g, &a, sizeof a);
-    std::memcpy(acc + C + c0 + L * g, &b, sizeof b);
+    store_as(acc + c0 + L * g, a);
+    store_as(acc + C + c0 + L * g, b);
   }
 }
 

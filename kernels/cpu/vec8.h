@@ -19,19 +19,11 @@ namespace sg::cpu::inline SG_CPU_ISA {
 namespace {
 
 typedef float v8 __attribute__((vector_size(32)));
-typedef int v8i __attribute__((vector_size(32)));  // what comparing two v8 gives: -1 or 0
-
-inline v8 load8(const float* p) {
-  v8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store8(float* p, v8 v) { std::memcpy(p, &v, sizeof v); }
-inline v8 splat(float x) { return v8{x, x, x, x, x, x, x, x}; }
 
 // Sixteen floats, one AVX-512 register, for the kernels whose lanes can widen where the variant
-// has AVX-512; the helpers below take either width. Each lane's arithmetic is the same at both
-// widths, so a kernel keeps its bits whichever it runs.
+// has AVX-512; the helpers below take either width (load_as and store_as also the double
+// vectors sums widen to). Each lane's arithmetic is the same at both widths, so a kernel keeps
+// its bits whichever it runs.
 #ifdef __AVX512F__
 typedef float v16 __attribute__((vector_size(64)));
 #endif
@@ -45,14 +37,14 @@ inline V splat_as(float x) {
   for (int i = 0; i < kLanes<V>; ++i) v[i] = x;
   return v;
 }
-template <class V>
-inline V load_as(const float* p) {
+template <class V, class T>
+inline V load_as(const T* p) {
   V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-template <class V>
-inline void store_as(float* p, V v) {
+template <class V, class T>
+inline void store_as(T* p, V v) {
   std::memcpy(p, &v, sizeof v);
 }
 
