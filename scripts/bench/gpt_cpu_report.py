@@ -5,6 +5,7 @@ round-<k> per round (or the files directly in the work directory, read as one ro
   peer-<id>.label, and peer-<id>.json (gpt_torch.py's result) or peer-<id>.status (why not)
   metrics.jsonl   Singularity's training log (step_ms, tokens_per_s, mfu per step)
   peak.txt        the SGEMM peak in GFLOP/s (may be empty)
+  sustained.txt   the sustained SGEMM rate in GFLOP/s, median call of 3 s (may be empty or absent)
   ops.tsv         Singularity's per-call op trace (SINGULARITY_PROFILE_OPS_TRACE): name, start, s
   load.txt        /proc/loadavg before and after the runs
 
@@ -192,23 +193,30 @@ def print_peers(work, steps, skip):
 
 
 def peak_fraction(work, singularity, flops_per_token):
-    """Prints the achieved GFLOP/s and returns the fraction of this round's SGEMM peak (or None)."""
+    """Prints the achieved GFLOP/s; returns the fractions of this round's SGEMM peak and of its
+    sustained SGEMM rate (each None where not measured)."""
     achieved = singularity * flops_per_token
     peak_text = read_text(os.path.join(work, "peak.txt"))
+    sustained_text = read_text(os.path.join(work, "sustained.txt"))
     line = f"singularity achieved:              {achieved / 1e9:.1f} GFLOP/s"
-    fraction = None
+    fraction = sustained_fraction = None
     if peak_text:
         peak = float(peak_text) * 1e9
         fraction = achieved / peak
         line += f" = {fraction:.1%} of the SGEMM peak {peak / 1e9:.1f} GFLOP/s"
     else:
         line += " (SGEMM peak n/a: `singularity info --peak` printed no sgemm_peak_gflops line)"
+    if sustained_text:
+        sustained = float(sustained_text) * 1e9
+        sustained_fraction = achieved / sustained
+        line += f"\n                                   = {sustained_fraction:.1%} of the sustained SGEMM rate {sustained / 1e9:.1f} GFLOP/s (3 s median)"
     print(line)
-    return fraction
+    return fraction, sustained_fraction
 
 
 def print_summary(results):
-    """results: per round (rows, singularity, torch_best, peak fraction). Medians over rounds."""
+    """results: per round (rows, singularity, torch_best, peak fraction, sustained fraction).
+    Medians over rounds."""
     print(f"\nOver {len(results)} rounds (each peer's median tokens/s; per-round values in order):")
     labels = []
     for rows, *_ in results:
@@ -224,7 +232,7 @@ def print_summary(results):
             print(f"  {label:52s} {statistics.median(values):9.1f}  ({each})")
         else:
             print(f"  {label:52s} {'-':>9s}  (no result in any round)")
-    ratios = [s / t for _, s, t, _ in results if s and t]
+    ratios = [s / t for _, s, t, *_ in results if s and t]
     if ratios:
         each = ", ".join(f"{r:.2f}x" for r in ratios)
         print(f"singularity / fastest PyTorch of the same round: median {statistics.median(ratios):.2f}x ({each})")
@@ -235,10 +243,14 @@ def print_summary(results):
         if ours and medians:
             best = max(medians, key=medians.get)
             print(f"singularity's median / the fastest PyTorch median:  {ours / medians[best]:.2f}x ({best})")
-    fractions = [f for *_, f in results if f is not None]
+    fractions = [r[3] for r in results if r[3] is not None]
     if fractions:
         each = ", ".join(f"{f:.1%}" for f in fractions)
         print(f"fraction of the round's SGEMM peak:              median {statistics.median(fractions):.1%} ({each})")
+    sustained = [r[4] for r in results if r[4] is not None]
+    if sustained:
+        each = ", ".join(f"{f:.1%}" for f in sustained)
+        print(f"fraction of the round's sustained SGEMM rate:    median {statistics.median(sustained):.1%} ({each})")
 
 
 def print_breakdown(work, a, steps):
@@ -332,14 +344,14 @@ def main():
             print("load average (1, 5, 15 min) " + load.replace("\n", "; "))
         steps = singularity_steps(rd)
         singularity, torch_best, rows = print_peers(rd, steps, a.skip)
-        fraction = None
+        fraction = sustained_fraction = None
         if singularity is not None:
-            fraction = peak_fraction(rd, singularity, flops_per_token)
+            fraction, sustained_fraction = peak_fraction(rd, singularity, flops_per_token)
             timed = steps[a.skip:]
             if all("mfu" in s for s in timed):
                 print(f"singularity's own logged mfu:      "
                       f"{statistics.median(s['mfu'] for s in timed):.3f} (median)")
-        results.append((rows, singularity, torch_best, fraction))
+        results.append((rows, singularity, torch_best, fraction, sustained_fraction))
     if len(dirs) > 1:
         print_summary(results)
     if results[-1][1] is not None:

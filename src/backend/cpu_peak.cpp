@@ -8,38 +8,69 @@
 #include <vector>
 
 namespace sg {
+namespace {
+
+// 1536 is large enough for OpenBLAS to reach its asymptotic rate on every core and small enough
+// (7 GFLOP a call, ~0.2 s on one AVX2 core) for a few repetitions in the budget.
+constexpr int kN = 1536;
+
+// Square sgemm operands with values in [-1, 1): denormals or zeros would make the timing
+// unrepresentative. Times one call at a time.
+class SgemmProbe {
+ public:
+  explicit SgemmProbe(int threads) : a_(size_t(kN) * kN), b_(a_.size()), c_(a_.size()) {
+    if (threads > 0) openblas_set_num_threads(threads);
+    uint32_t state = 12345;
+    auto next = [&state] {
+      state = state * 1664525u + 1013904223u;
+      return float(state >> 8) / float(1u << 23) - 1.0f;
+    };
+    for (auto& x : a_) x = next();
+    for (auto& x : b_) x = next();
+  }
+  // One call's rate in FLOP/s.
+  double call() {
+    const auto t0 = std::chrono::steady_clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.0f, a_.data(), kN,
+                b_.data(), kN, 0.0f, c_.data(), kN);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return 2.0 * double(kN) * kN * kN / seconds;
+  }
+
+ private:
+  std::vector<float> a_, b_, c_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
 
 double measure_sgemm_peak_flops(int threads) {
-  if (threads > 0) openblas_set_num_threads(threads);
-  // 1536 is large enough for OpenBLAS to reach its asymptotic rate on every core and small
-  // enough (7 GFLOP a call, ~0.2 s on one AVX2 core) for a few repetitions in the budget.
-  constexpr int n = 1536;
   constexpr double time_budget_s = 0.5;
   constexpr int min_repetitions = 2;  // the first call also pays for page faults and thread start
   constexpr int max_repetitions = 20;
-  std::vector<float> a(size_t(n) * n), b(size_t(n) * n), c(size_t(n) * n);
-  // Values in [-1, 1): denormals or zeros would make the timing unrepresentative.
-  uint32_t state = 12345;
-  auto next = [&state] {
-    state = state * 1664525u + 1013904223u;
-    return float(state >> 8) / float(1u << 23) - 1.0f;
-  };
-  for (auto& x : a) x = next();
-  for (auto& x : b) x = next();
-
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  double best_s = 0;
+  SgemmProbe probe(threads);
+  const auto start = std::chrono::steady_clock::now();
+  double best = 0;
   for (int rep = 0; rep < max_repetitions; ++rep) {
-    const auto t0 = clock::now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
-                0.0f, c.data(), n);
-    const double seconds = std::chrono::duration<double>(clock::now() - t0).count();
-    best_s = rep == 0 ? seconds : std::min(best_s, seconds);
-    const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
-    if (rep + 1 >= min_repetitions && elapsed >= time_budget_s) break;
+    best = std::max(best, probe.call());
+    if (rep + 1 >= min_repetitions && seconds_since(start) >= time_budget_s) break;
   }
-  return 2.0 * double(n) * n * n / best_s;
+  return best;
+}
+
+double measure_sgemm_sustained_flops(int threads, double seconds) {
+  SgemmProbe probe(threads);
+  probe.call();  // page faults and thread start
+  std::vector<double> rates;
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    rates.push_back(probe.call());
+  } while (seconds_since(start) < seconds || rates.size() < 3);
+  std::nth_element(rates.begin(), rates.begin() + long(rates.size() / 2), rates.end());
+  return rates[rates.size() / 2];
 }
 
 }  // namespace sg

@@ -12,4 +12,10 @@ namespace sg {
 // GFLOP/s a core) unless OPENBLAS_CORETYPE=SkylakeX is set before the process starts.
 double measure_sgemm_peak_flops(int threads);
 
+// The same call repeated back to back for `seconds` (after one untimed call): the median rate, in
+// FLOP/s. A training run is a sustained load; on the 2-core VMs of docs/performance.md the best
+// call of a short burst reads up to 1.2x this (a 20 s run: best 317, median 255 GFLOP/s, the
+// fast calls all in its first seconds). Reported beside the peak; MFU keeps the peak.
+double measure_sgemm_sustained_flops(int threads, double seconds);
+
 }  // namespace sg

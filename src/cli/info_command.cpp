@@ -59,6 +59,9 @@ int run_info_command(bool measure_peak) {
   if (measure_peak) {
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     fmt::print("sgemm_peak_gflops: {:.1f}\n", measure_sgemm_peak_flops(threads) / 1e9);
+    constexpr double kSustainedSeconds = 3.0;
+    fmt::print("sgemm_sustained_gflops: {:.1f}\n",
+               measure_sgemm_sustained_flops(threads, kSustainedSeconds) / 1e9);
   }
   return status;
 }

@@ -4,6 +4,7 @@ directories: each round's ratio to its own fastest PyTorch, the medians over the
 that failed in one round, and the one-round layout without round-<k> directories."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,7 @@ def write(path, text):
         f.write(text)
 
 
-def gpt_round(d, debian2, compiled, ours, peak):
+def gpt_round(d, debian2, compiled, ours, peak, sustained=None):
     write(os.path.join(d, "peer-debian2.label"), "PyTorch (Debian), eager, 2 threads")
     write(os.path.join(d, "peer-debian2.json"),
           json.dumps({"torch": "1.13", "variant": "eager", "tokens_per_s": debian2, "step_ms": 1.0}))
@@ -42,6 +43,8 @@ def gpt_round(d, debian2, compiled, ours, peak):
         json.dumps({"step": i + 1, "step_ms": 1000.0, "tokens_per_s": t}) + "\n"
         for i, t in enumerate(steps)))
     write(os.path.join(d, "peak.txt"), str(peak))
+    if sustained is not None:
+        write(os.path.join(d, "sustained.txt"), str(sustained))
 
 
 def run(args):
@@ -54,9 +57,9 @@ gpt_args = ["--layers", "2", "--width", "64", "--heads", "2", "--context", "32",
 gpt_report = os.path.join(ROOT, "scripts", "bench", "gpt_cpu_report.py")
 with tempfile.TemporaryDirectory() as work:
     # Round ratios: 600/400 = 1.50, 500/250 = 2.00 (compiled failed: Debian is fastest), 450/500 = 0.90.
-    gpt_round(os.path.join(work, "round-1"), 300.0, 400.0, 600.0, 100.0)
-    gpt_round(os.path.join(work, "round-2"), 250.0, None, 500.0, 100.0)
-    gpt_round(os.path.join(work, "round-10"), 200.0, 500.0, 450.0, 100.0)
+    gpt_round(os.path.join(work, "round-1"), 300.0, 400.0, 600.0, 100.0, 50.0)
+    gpt_round(os.path.join(work, "round-2"), 250.0, None, 500.0, 100.0, 50.0)
+    gpt_round(os.path.join(work, "round-10"), 200.0, 500.0, 450.0, 100.0, 50.0)
     rc, out = run([gpt_report, work] + gpt_args)
     check(rc == 0, "gpt report exits 0", out)
     check("median 1.50x (1.50x, 2.00x, 0.90x)" in out,
@@ -70,6 +73,12 @@ with tempfile.TemporaryDirectory() as work:
           "gpt: singularity's median over the fastest peer's median", out)
     check("no op trace" in out and "Per-op breakdown from round 3" in out,
           "gpt: the breakdown comes from the last round", out)
+    # The sustained rate is half the peak in every round: twice the fraction.
+    peak_median = re.search(r"SGEMM peak: +median ([0-9.]+)%", out)
+    sustained_median = re.search(r"sustained SGEMM rate: +median ([0-9.]+)%", out)
+    check(peak_median and sustained_median and
+          abs(float(sustained_median.group(1)) - 2 * float(peak_median.group(1))) < 0.2,
+          "gpt: the fraction of the sustained SGEMM rate beside the peak's", out)
 
 with tempfile.TemporaryDirectory() as work:
     gpt_round(work, 300.0, 400.0, 600.0, 1000.0)  # the one-round layout
@@ -77,6 +86,7 @@ with tempfile.TemporaryDirectory() as work:
     check(rc == 0 and "singularity / fastest PyTorch:      1.50x" in out,
           "gpt: one round without round directories", out)
     check("Over " not in out, "gpt: no summary for one round", out)
+    check("sustained" not in out, "gpt: no sustained fraction where none was measured", out)
 
 
 def resnet_trace(d, depth, steps):
