@@ -11,19 +11,20 @@
 // 2*B*NH*T*T (at GPT-2 small's T = 1024, B = 8: 0.4 MB instead of 800 MB).
 //
 // The products are sgemm calls on strided views of qkv (no copies). Threads: OpenMP over the
-// B*NH (batch, head) pairs, each calling a single-threaded sgemm (see blas_threads.h for how both
-// OpenBLAS builds are kept single-threaded inside the loop); a head's dK and dV are written by
-// the thread that owns the head, so the result does not depend on the thread count.
+// B*NH (batch, head) pairs, each calling oneDNN's sgemm, which runs on the calling thread inside
+// the loop; a head's dK and dV are written by the thread that owns the head, so the result does
+// not depend on the thread count. oneDNN rather than OpenBLAS for these small products (64 rows,
+// 64-256 wide): at the GPT bench's shape, six alternated runs of `kernels_bench attention`,
+// forward 1.66-2.30 against 2.02-2.52 ms, backward 3.16-4.90 against 3.87-4.86
+// (docs/performance.md).
 #include "kernels/attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include <cblas.h>
-
-#include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/fast_exp.h"
+#include "kernels/cpu/onednn_gemm.h"
 
 namespace sg::cpu::inline SG_CPU_ISA {
 namespace {
@@ -58,11 +59,10 @@ inline void causal_probabilities_row(float* row, int i, int keys, float lse) {
 }
 
 // p (rows, keys), row stride T = scale * q[band] @ k[0:keys]^T: the forward's scores, and the
-// backward's again (the same call on the same data: the same bits).
-inline void band_scores(float* p, const float* q_band, const float* k, int rows, int keys, int hs,
-                        int C3, int T, float scale) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, hs, scale, q_band, C3, k, C3,
-              0.0f, p, T);
+// backward's again (the same call on the same data: the same bits). Returns oneDNN's status.
+inline int band_scores(float* p, const float* q_band, const float* k, int rows, int keys, int hs,
+                       int C3, int T, float scale) {
+  return onednn_sgemm('N', 'T', rows, keys, hs, scale, q_band, C3, k, C3, 0.0f, p, T);
 }
 
 // A thread's band buffers, grown to (kBand, T) and kept between calls.
@@ -79,8 +79,8 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const detail::SerialBlasScope serial_blas;
-#pragma omp parallel for schedule(static)
+  int failed = 0;  // oneDNN's worst status; thrown after the parallel region
+#pragma omp parallel for schedule(static) reduction(max : failed)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH;
     const int h = bh % NH;
@@ -93,15 +93,17 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
     for (int i0 = 0; i0 < T; i0 += kBand) {
       const int rows = std::min(kBand, T - i0);
       const int keys = i0 + rows;  // causal: this band sees keys [0, keys)
-      band_scores(p, q + static_cast<long>(i0) * C3, k, rows, keys, hs, C3, T, scale);
+      int status = band_scores(p, q + static_cast<long>(i0) * C3, k, rows, keys, hs, C3, T, scale);
       for (int r = 0; r < rows; ++r) {
         head_lse[i0 + r] = causal_softmax_row(p + static_cast<long>(r) * T, i0 + r, keys);
       }
       // o[band] = p @ v[0:keys]
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hs, keys, 1.0f, p, T, v, C3,
-                  0.0f, o + static_cast<long>(i0) * C, C);
+      status = std::max(status, onednn_sgemm('N', 'N', rows, hs, keys, 1.0f, p, T, v, C3, 0.0f,
+                                             o + static_cast<long>(i0) * C, C));
+      failed = std::max(failed, status);
     }
   }
+  if (failed != 0) throw_onednn_sgemm_error(failed);
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B,
@@ -109,8 +111,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const detail::SerialBlasScope serial_blas;
-#pragma omp parallel for schedule(static)
+  int failed = 0;  // oneDNN's worst status; thrown after the parallel region
+#pragma omp parallel for schedule(static) reduction(max : failed)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH;
     const int h = bh % NH;
@@ -131,13 +133,13 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       const float* q_band = q + static_cast<long>(i0) * C3;
       const float* dO_band = dO + static_cast<long>(i0) * C;
       // P again: the forward's scores, then exp(score - lse).
-      band_scores(p, q_band, k, rows, keys, hs, C3, T, scale);
+      int status = band_scores(p, q_band, k, rows, keys, hs, C3, T, scale);
       for (int r = 0; r < rows; ++r) {
         causal_probabilities_row(p + static_cast<long>(r) * T, i0 + r, keys, head_lse[i0 + r]);
       }
       // dP = dO[band] @ v[0:keys]^T
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, hs, 1.0f, dO_band, C, v,
-                  C3, 0.0f, ds, T);
+      status = std::max(status, onednn_sgemm('N', 'T', rows, keys, hs, 1.0f, dO_band, C, v, C3,
+                                             0.0f, ds, T));
       // Softmax backward: dS = P * (dP - sum_j P dP); 0 above the diagonal (P is), written
       // because the products below read the whole (rows, keys) block.
       for (int r = 0; r < rows; ++r) {
@@ -152,15 +154,17 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         std::fill(ds_r + i + 1, ds_r + keys, 0.0f);
       }
       // dq[band] += scale * dS @ k[0:keys]
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hs, keys, scale, ds, T, k, C3,
-                  1.0f, dq + static_cast<long>(i0) * C3, C3);
+      status = std::max(status, onednn_sgemm('N', 'N', rows, hs, keys, scale, ds, T, k, C3, 1.0f,
+                                             dq + static_cast<long>(i0) * C3, C3));
       // dk[0:keys] += scale * dS^T @ q[band];  dv[0:keys] += P^T @ dO[band]
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, hs, rows, scale, ds, T, q_band,
-                  C3, 1.0f, dk, C3);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, hs, rows, 1.0f, p, T, dO_band, C,
-                  1.0f, dv, C3);
+      status = std::max(status, onednn_sgemm('T', 'N', keys, hs, rows, scale, ds, T, q_band, C3,
+                                             1.0f, dk, C3));
+      status = std::max(status, onednn_sgemm('T', 'N', keys, hs, rows, 1.0f, p, T, dO_band, C,
+                                             1.0f, dv, C3));
+      failed = std::max(failed, status);
     }
   }
+  if (failed != 0) throw_onednn_sgemm_error(failed);
 }
 
 }  // namespace sg::cpu::SG_CPU_ISA

@@ -62,7 +62,7 @@ bool conv2d_1x1_fits(const Conv2dShape& s) {
 
 void conv2d_1x1_forward(float* out, const float* inp, const float* weight, const Conv2dShape& s) {
   const long M = s.out_size() / s.K;
-  check(onednn_sgemm('N', 'T', M, s.K, s.C, product_rows(inp, s), s.C, weight, s.C, 0.0f, out,
+  check(onednn_sgemm('N', 'T', M, s.K, s.C, 1.0f, product_rows(inp, s), s.C, weight, s.C, 0.0f, out,
                      s.K));
 }
 
@@ -70,11 +70,11 @@ void conv2d_1x1_backward_data(float* dinp, const float* dout, const float* weigh
                               const Conv2dShape& s) {
   const long M = s.out_size() / s.K;
   if (s.stride == 1) {
-    check(onednn_sgemm('N', 'N', M, s.C, s.K, dout, s.K, weight, s.C, 0.0f, dinp, s.C));
+    check(onednn_sgemm('N', 'N', M, s.C, s.K, 1.0f, dout, s.K, weight, s.C, 0.0f, dinp, s.C));
     return;
   }
   float* sub = scratch(static_cast<size_t>(M) * s.C);
-  check(onednn_sgemm('N', 'N', M, s.C, s.K, dout, s.K, weight, s.C, 0.0f, sub, s.C));
+  check(onednn_sgemm('N', 'N', M, s.C, s.K, 1.0f, dout, s.K, weight, s.C, 0.0f, sub, s.C));
   // Every input pixel once: its output pixel's row of the product, or zero where none reads it.
   const int P = s.P(), Q = s.Q();
 #pragma omp parallel for collapse(2) schedule(static)
@@ -98,7 +98,7 @@ void conv2d_1x1_backward_data(float* dinp, const float* dout, const float* weigh
 void conv2d_1x1_backward_weights(float* dweight, const float* dout, const float* inp,
                                  const Conv2dShape& s) {
   const long M = s.out_size() / s.K;
-  check(onednn_sgemm('T', 'N', s.K, s.C, M, dout, s.K, product_rows(inp, s), s.C, 1.0f, dweight,
+  check(onednn_sgemm('T', 'N', s.K, s.C, M, 1.0f, dout, s.K, product_rows(inp, s), s.C, 1.0f, dweight,
                      s.C));
 }
 

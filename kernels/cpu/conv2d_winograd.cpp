@@ -297,9 +297,9 @@ void winograd_conv(float* out, const float* x, const float* w, int N, int H, int
   by_width(CK, [&]<class Vec>() { weight_transform<Vec>(U, w, flip ? C : K, flip ? K : C, flip); });
   by_width(C, [&]<class Vec>() { input_transform<Vec>(V, x, N, H, W, C, tl); });
   per_position([&](int p) {
-    return flip ? onednn_sgemm('N', 'N', T, K, C, V + p * T * C, C, U + p * CK, K, 0.0f,
+    return flip ? onednn_sgemm('N', 'N', T, K, C, 1.0f, V + p * T * C, C, U + p * CK, K, 0.0f,
                                M + p * T * K, K)
-                : onednn_sgemm('N', 'T', T, K, C, V + p * T * C, C, U + p * CK, C, 0.0f,
+                : onednn_sgemm('N', 'T', T, K, C, 1.0f, V + p * T * C, C, U + p * CK, C, 0.0f,
                                M + p * T * K, K);
   });
   by_width(K, [&]<class Vec>() { output_transform<Vec>(out, M, N, H, W, K, tl); });
@@ -339,7 +339,7 @@ void conv2d_winograd_backward_weights(float* dweight, const float* dout, const f
   by_width(s.C, [&]<class Vec>() { input_transform<Vec>(V, inp, s.N, s.H, s.W, s.C, tl); });
   by_width(s.K, [&]<class Vec>() { output_grad_transform<Vec>(dM, dout, s.N, s.H, s.W, s.K, tl); });
   per_position([&](int p) {  // dU[p] (K x C) = dM[p]^T V[p]
-    return onednn_sgemm('T', 'N', s.K, s.C, T, dM + p * T * s.K, s.K, V + p * T * s.C, s.C, 0.0f,
+    return onednn_sgemm('T', 'N', s.K, s.C, T, 1.0f, dM + p * T * s.K, s.K, V + p * T * s.C, s.C, 0.0f,
                         dU + p * CK, s.C);
   });
   by_width(CK, [&]<class Vec>() { weight_grad_transform<Vec>(dweight, dU, s.K, s.C); });

@@ -64,7 +64,7 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
   if (onednn_product(N, OC)) {
     // Fixed bands of output columns, one single-threaded oneDNN call each (see onednn_bands).
     onednn_bands(OC, [&](int o0, int width) {
-      return onednn_sgemm('N', 'T', N, width, C, inp, C, weight + static_cast<long>(o0) * C, C,
+      return onednn_sgemm('N', 'T', N, width, C, 1.0f, inp, C, weight + static_cast<long>(o0) * C, C,
                           beta, out + o0, OC);
     });
     return;
@@ -84,7 +84,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   // dweight (OC,C) += dout^T (OC,N) @ inp (N,C)
   if (onednn_product(N, OC)) {
     onednn_bands(OC, [&](int o0, int width) {
-      return onednn_sgemm('T', 'N', width, C, N, dout + o0, OC, inp, C, 1.0f,
+      return onednn_sgemm('T', 'N', width, C, N, 1.0f, dout + o0, OC, inp, C, 1.0f,
                           dweight + static_cast<long>(o0) * C, C);
     });
   } else {

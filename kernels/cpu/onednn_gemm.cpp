@@ -11,9 +11,9 @@ namespace sg::cpu {
 
 static_assert(dnnl_success == 0, "onednn_gemm.h promises 0 for success");
 
-int onednn_sgemm(char transa, char transb, long M, long N, long K, const float* A, long lda,
-                 const float* B, long ldb, float beta, float* C, long ldc) {
-  return static_cast<int>(dnnl_sgemm(transa, transb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc));
+int onednn_sgemm(char transa, char transb, long M, long N, long K, float alpha, const float* A,
+                 long lda, const float* B, long ldb, float beta, float* C, long ldc) {
+  return static_cast<int>(dnnl_sgemm(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
 void throw_onednn_sgemm_error(int status) {  // bad arguments: a bug here, never the user's input
