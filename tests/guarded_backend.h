@@ -320,24 +320,19 @@ class GuardedBackend final : public Backend {
     inner_.classifier_correct(top1, top5, logits, labels, N, K);
   }
 
-  void adamw_update(float* params, float* m, float* v, const float* grads, long n, float lr, float beta1, float beta2, float eps, float weight_decay, int step) override {
+  void adamw_update(float* params, float* m, float* v, const float* grads, long n, float lr, float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale) override {
     const Unlocked open(*this);
-    inner_.adamw_update(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay, step);
+    inner_.adamw_update(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay, step, grad_scale);
   }
 
-  void sgd_update(float* params, float* momentum_buffer, const float* grads, long n, float lr, float momentum, float weight_decay, bool nesterov) override {
+  void sgd_update(float* params, float* momentum_buffer, const float* grads, long n, float lr, float momentum, float weight_decay, bool nesterov, float grad_scale) override {
     const Unlocked open(*this);
-    inner_.sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov);
+    inner_.sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov, grad_scale);
   }
 
   double sum_of_squares(const float* x, long n) override {
     const Unlocked open(*this);
     return inner_.sum_of_squares(x, n);
-  }
-
-  float clip_by_global_norm(float* x, long n, double norm, float max_norm) override {
-    const Unlocked open(*this);
-    return inner_.clip_by_global_norm(x, n, norm, max_norm);
   }
 
  private:

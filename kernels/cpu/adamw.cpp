@@ -6,13 +6,14 @@
 namespace sg::cpu::inline SG_CPU_ISA {
 
 void adamw_update(float* params, float* m, float* v, const float* grads, long n, float lr,
-                  float beta1, float beta2, float eps, float weight_decay, int step) {
+                  float beta1, float beta2, float eps, float weight_decay, int step,
+                  float grad_scale) {
   // Bias corrections in double: beta^t for t in the tens of thousands loses digits in float.
   const float bias_correction1 = static_cast<float>(1.0 - std::pow(double{beta1}, step));
   const float bias_correction2 = static_cast<float>(1.0 - std::pow(double{beta2}, step));
 #pragma omp parallel for simd schedule(static)
   for (long i = 0; i < n; ++i) {
-    const float g = grads[i];
+    const float g = grads[i] * grad_scale;
     const float m_i = beta1 * m[i] + (1.0f - beta1) * g;
     const float v_i = beta2 * v[i] + (1.0f - beta2) * g * g;
     m[i] = m_i;

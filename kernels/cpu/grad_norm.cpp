@@ -1,4 +1,4 @@
-// Global gradient norm and clipping on the CPU. See kernels/grad_norm.h for the contract.
+// Global gradient norm on the CPU. See kernels/grad_norm.h for the contract.
 #include "kernels/grad_norm.h"
 
 #include <cstddef>
@@ -45,14 +45,6 @@ double sum_of_squares(const float* x, long n) {
   double sum = 0.0;
   for (double s : block_sums) sum += s;
   return sum;
-}
-
-float clip_by_global_norm(float* x, long n, double norm, float max_norm) {
-  if (!(norm > max_norm)) return 1.0f;
-  const float scale = static_cast<float>(max_norm / (norm + 1e-6));
-#pragma omp parallel for simd schedule(static)
-  for (long i = 0; i < n; ++i) x[i] *= scale;
-  return scale;
 }
 
 }  // namespace sg::cpu::SG_CPU_ISA

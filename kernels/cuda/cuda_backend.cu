@@ -609,15 +609,17 @@ void CudaBackend::classifier_correct(int64_t* top1, int64_t* top5, const float* 
 
 void CudaBackend::adamw_update(float* params, float* m, float* v, const float* grads, long n,
                                float lr, float beta1, float beta2, float eps, float weight_decay,
-                               int step) {
+                               int step, float grad_scale) {
   const auto timed = begin_op("adamw_update");
-  cuda::adamw_update(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay, step, compute_);
+  cuda::adamw_update(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay, step, grad_scale,
+                     compute_);
 }
 void CudaBackend::sgd_update(float* params, float* momentum_buffer, const float* grads, long n,
-                             float lr, float momentum, float weight_decay, bool nesterov) {
+                             float lr, float momentum, float weight_decay, bool nesterov,
+                             float grad_scale) {
   const auto timed = begin_op("sgd_update");
   cuda::sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov,
-                   compute_);
+                   grad_scale, compute_);
 }
 double CudaBackend::sum_of_squares(const float* x, long n) {
   const auto timed = begin_op("sum_of_squares");
@@ -633,14 +635,6 @@ double CudaBackend::sum_of_squares(const float* x, long n) {
   SG_CUDA_CHECK(cudaStreamSynchronize(compute_));
   timer_->collect();
   return *host_result_;
-}
-float CudaBackend::clip_by_global_norm(float* x, long n, double norm, float max_norm) {
-  // As kernels/cpu/grad_norm.cpp: scale only when the norm is above the limit.
-  if (!(norm > max_norm)) return 1.0f;
-  const float scale = static_cast<float>(max_norm / (norm + 1e-6));
-  const auto timed = begin_op("clip_by_global_norm");
-  cuda::scale(x, scale, n, compute_);
-  return scale;
 }
 
 // --- one backend per device -------------------------------------------------------------------

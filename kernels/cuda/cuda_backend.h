@@ -158,11 +158,11 @@ class CudaBackend final : public Backend {
                           const int32_t* labels, int N, int K) override;
 
   void adamw_update(float* params, float* m, float* v, const float* grads, long n, float lr,
-                    float beta1, float beta2, float eps, float weight_decay, int step) override;
+                    float beta1, float beta2, float eps, float weight_decay, int step,
+                    float grad_scale) override;
   void sgd_update(float* params, float* momentum_buffer, const float* grads, long n, float lr,
-                  float momentum, float weight_decay, bool nesterov) override;
+                  float momentum, float weight_decay, bool nesterov, float grad_scale) override;
   double sum_of_squares(const float* x, long n) override;
-  float clip_by_global_norm(float* x, long n, double norm, float max_norm) override;
 
  private:
   // Host -> device on the compute stream; returns once the host buffer may be reused.

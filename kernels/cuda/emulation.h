@@ -191,5 +191,6 @@ T __shfl_sync(unsigned, T value, int source_lane, int width = 32) {
   return sg::emu::shuffle(value, base + static_cast<unsigned>(source_lane) % width, true);
 }
 inline float __expf(float x) { return std::exp(x); }
+inline float __fmul_rn(float a, float b) { return a * b; }  // rounded, never contracted
 inline float __logf(float x) { return std::log(x); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }

@@ -1,6 +1,7 @@
 #pragma once
-// The optimizers' kernels over flat buffers (contracts: kernels/adamw.h, sgd.h, grad_norm.h),
-// with optional fp32 master weights: when `master` is given, the update runs on the fp32 master
+// The optimizers' kernels over flat buffers (contracts: kernels/adamw.h, sgd.h, grad_norm.h;
+// grad_scale, the clipping factor, multiplies each gradient as it is read, rounded on its own as
+// the CPU's kernels do), with optional fp32 master weights: when `master` is given, the update runs on the fp32 master
 // and `params` (bf16) receives its rounding; otherwise on the fp32 params themselves.
 // The sum of squares of the global gradient norm runs in a fixed order: fixed 16K-element
 // blocks (as the CPU's) each summed in double, then the block sums added in block order by one
@@ -15,10 +16,10 @@ namespace kernel {
 
 __global__ void adamw_update(float* params, float* m, float* v, const float* grads, long n,
                              float lr, float beta1, float beta2, float eps, float weight_decay,
-                             float bias_correction1, float bias_correction2) {
+                             float bias_correction1, float bias_correction2, float grad_scale) {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
-    const float g = grads[i];
+    const float g = __fmul_rn(grads[i], grad_scale);
     const float m_i = beta1 * m[i] + (1.0f - beta1) * g;
     const float v_i = beta2 * v[i] + (1.0f - beta2) * g * g;
     m[i] = m_i;
@@ -31,10 +32,11 @@ __global__ void adamw_update(float* params, float* m, float* v, const float* gra
 __global__ void adamw_update_master(float* master, __nv_bfloat16* params, float* m, float* v,
                                     const float* grads, long n, float lr, float beta1,
                                     float beta2, float eps, float weight_decay,
-                                    float bias_correction1, float bias_correction2) {
+                                    float bias_correction1, float bias_correction2,
+                                    float grad_scale) {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
-    const float g = grads[i];
+    const float g = __fmul_rn(grads[i], grad_scale);
     const float m_i = beta1 * m[i] + (1.0f - beta1) * g;
     const float v_i = beta2 * v[i] + (1.0f - beta2) * g * g;
     m[i] = m_i;
@@ -47,10 +49,12 @@ __global__ void adamw_update_master(float* master, __nv_bfloat16* params, float*
 }
 
 __global__ void sgd_update(float* params, float* momentum_buffer, const float* grads, long n,
-                           float lr, float momentum, float weight_decay, int nesterov) {
+                           float lr, float momentum, float weight_decay, int nesterov,
+                           float grad_scale) {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
-    const float g = grads[i] + weight_decay * params[i];
+    const float grad = grad_scale == 1.0f ? grads[i] : __fmul_rn(grads[i], grad_scale);
+    const float g = grad + weight_decay * params[i];
     const float buf = momentum * momentum_buffer[i] + g;
     momentum_buffer[i] = buf;
     params[i] -= lr * (nesterov ? g + momentum * buf : buf);
@@ -82,25 +86,27 @@ __global__ void sum_in_order(double* total, const double* values, long count) {
 
 inline void adamw_update(float* params, float* m, float* v, const float* grads, long n, float lr,
                          float beta1, float beta2, float eps, float weight_decay, int step,
-                         Stream s, float* master = nullptr, __nv_bfloat16* bf16_params = nullptr) {
+                         float grad_scale, Stream s, float* master = nullptr,
+                         __nv_bfloat16* bf16_params = nullptr) {
   // Bias corrections in double on the host: beta^t for large t loses digits in float.
   const float c1 = static_cast<float>(1.0 - std::pow(double{beta1}, step));
   const float c2 = static_cast<float>(1.0 - std::pow(double{beta2}, step));
   const unsigned blocks = grid_stride_blocks(n);
   if (master != nullptr) {
     SG_LAUNCH(kernel::adamw_update_master, dim3(blocks), dim3(256), 0, s, master, bf16_params, m, v,
-              grads, n, lr, beta1, beta2, eps, weight_decay, c1, c2);
+              grads, n, lr, beta1, beta2, eps, weight_decay, c1, c2, grad_scale);
   } else {
     SG_LAUNCH(kernel::adamw_update, dim3(blocks), dim3(256), 0, s, params, m, v, grads, n, lr,
-              beta1, beta2, eps, weight_decay, c1, c2);
+              beta1, beta2, eps, weight_decay, c1, c2, grad_scale);
   }
 }
 
 inline void sgd_update(float* params, float* momentum_buffer, const float* grads, long n, float lr,
-                       float momentum, float weight_decay, bool nesterov, Stream s) {
+                       float momentum, float weight_decay, bool nesterov, float grad_scale,
+                       Stream s) {
   const unsigned blocks = grid_stride_blocks(n);
   SG_LAUNCH(kernel::sgd_update, dim3(blocks), dim3(256), 0, s, params, momentum_buffer, grads, n,
-            lr, momentum, weight_decay, nesterov ? 1 : 0);
+            lr, momentum, weight_decay, nesterov ? 1 : 0, grad_scale);
 }
 
 // Doubles of scratch sum_of_squares needs (the block sums).

@@ -192,14 +192,15 @@ class Backend {
                                   const int32_t* labels, int N, int K) = 0;
 
   // --- optimizers (kernels/adamw.h, sgd.h, grad_norm.h) ---------------------------------
+  // grad_scale multiplies each gradient as it is read (global-norm clipping's factor; 1: none).
   virtual void adamw_update(float* params, float* m, float* v, const float* grads, long n,
                             float lr, float beta1, float beta2, float eps, float weight_decay,
-                            int step) = 0;
+                            int step, float grad_scale) = 0;
   virtual void sgd_update(float* params, float* momentum_buffer, const float* grads, long n,
-                          float lr, float momentum, float weight_decay, bool nesterov) = 0;
-  // Both return a host value (on a GPU: after waiting for the ops before).
+                          float lr, float momentum, float weight_decay, bool nesterov,
+                          float grad_scale) = 0;
+  // Returns a host value (on a GPU: after waiting for the ops before).
   virtual double sum_of_squares(const float* x, long n) = 0;
-  virtual float clip_by_global_norm(float* x, long n, double norm, float max_norm) = 0;
 };
 
 // The host backend, one per process. One thread issues its ops (the training loop's): the

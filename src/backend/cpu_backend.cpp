@@ -335,22 +335,21 @@ class CpuBackend final : public Backend {
   }
 
   void adamw_update(float* params, float* m, float* v, const float* grads, long n, float lr,
-                    float beta1, float beta2, float eps, float weight_decay, int step) override {
+                    float beta1, float beta2, float eps, float weight_decay, int step,
+                    float grad_scale) override {
     const ScopedOpTimer timer("adamw_update");
-    kernels_.adamw_update(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay, step);
+    kernels_.adamw_update(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay, step,
+                          grad_scale);
   }
   void sgd_update(float* params, float* momentum_buffer, const float* grads, long n, float lr,
-                  float momentum, float weight_decay, bool nesterov) override {
+                  float momentum, float weight_decay, bool nesterov, float grad_scale) override {
     const ScopedOpTimer timer("sgd_update");
-    kernels_.sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov);
+    kernels_.sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov,
+                        grad_scale);
   }
   double sum_of_squares(const float* x, long n) override {
     const ScopedOpTimer timer("sum_of_squares");
     return kernels_.sum_of_squares(x, n);
-  }
-  float clip_by_global_norm(float* x, long n, double norm, float max_norm) override {
-    const ScopedOpTimer timer("clip_by_global_norm");
-    return kernels_.clip_by_global_norm(x, n, norm, max_norm);
   }
 
  private:

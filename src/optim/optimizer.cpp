@@ -6,6 +6,16 @@
 #include "util/error.h"
 
 namespace sg {
+namespace {
+
+// torch.nn.utils.clip_grad_norm_'s factor: max_norm / (norm + 1e-6) where the norm is above
+// max_norm (<= 0: no clipping), else 1.
+float clip_scale(double norm, double max_norm) {
+  if (!(max_norm > 0) || !(norm > max_norm)) return 1.0f;
+  return static_cast<float>(max_norm / (norm + 1e-6));
+}
+
+}  // namespace
 
 Optimizer::Optimizer(const ParameterLayout& layout, const OptimSpec& spec, size_t begin,
                      size_t end, Backend& backend, size_t state_count)
@@ -27,32 +37,31 @@ float Optimizer::step(float* params, float* grads, double lr, int step) {
 }
 
 void Optimizer::update_range(float* params, float* grads, double norm, double lr, int step) {
-  if (spec_.grad_clip > 0) {
-    backend_.clip_by_global_norm(grads + begin_, static_cast<long>(end_ - begin_), norm,
-                                 static_cast<float>(spec_.grad_clip));
-  }
+  // The clipping factor goes to the update, which scales each gradient as it reads it: the same
+  // arithmetic as scaling the gradient first, without a pass over it of its own.
+  const float grad_scale = clip_scale(norm, static_cast<float>(spec_.grad_clip));
   for (const ParamTensor& t : layout_.tensors()) {
     // The part of tensor t inside [begin, end).
     const size_t lo = std::max(t.offset, begin_), hi = std::min(t.offset + t.numel, end_);
     if (lo >= hi) continue;
     const float wd = t.decay ? static_cast<float>(spec_.weight_decay) : 0.0f;
-    apply(params, grads, lo, hi, wd, lr, step);
+    apply(params, grads, lo, hi, wd, lr, step, grad_scale);
   }
 }
 
 void AdamWOptimizer::apply(float* params, const float* grads, size_t lo, size_t hi, float wd,
-                           double lr, int step) {
+                           double lr, int step, float grad_scale) {
   backend_.adamw_update(params + lo, state_at(0, lo), state_at(1, lo), grads + lo,
                         static_cast<long>(hi - lo), static_cast<float>(lr),
                         static_cast<float>(spec_.betas[0]), static_cast<float>(spec_.betas[1]),
-                        static_cast<float>(spec_.eps), wd, step);
+                        static_cast<float>(spec_.eps), wd, step, grad_scale);
 }
 
 void SgdOptimizer::apply(float* params, const float* grads, size_t lo, size_t hi, float wd,
-                         double lr, int) {
+                         double lr, int, float grad_scale) {
   backend_.sgd_update(params + lo, state_at(0, lo), grads + lo, static_cast<long>(hi - lo),
                       static_cast<float>(lr), static_cast<float>(spec_.momentum), wd,
-                      spec_.nesterov);
+                      spec_.nesterov, grad_scale);
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimSpec& spec, const ParameterLayout& layout,

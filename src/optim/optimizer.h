@@ -28,8 +28,8 @@ class Optimizer {
   size_t begin() const { return begin_; }
   size_t end() const { return end_; }
 
-  // Clips grads[begin, end) to optim.grad_clip by the global norm `norm` (computed by the caller
-  // over every range), then updates params[begin, end). Pointers are to the whole buffers;
+  // Updates params[begin, end), the gradient clipped to optim.grad_clip by the global norm
+  // `norm` (computed by the caller over every range); grads are left as they are. Pointers are to the whole buffers;
   // `step` is the 1-based optimizer step.
   void update_range(float* params, float* grads, double norm, double lr, int step);
   // The whole range on its own: its norm, then update_range. Returns the norm before clipping.
@@ -38,9 +38,10 @@ class Optimizer {
  protected:
   Optimizer(const ParameterLayout& layout, const OptimSpec& spec, size_t begin, size_t end,
             Backend& backend, size_t state_count);
-  // Updates params[lo, hi) (part of one tensor, weight decay wd) with state offset lo - begin.
+  // Updates params[lo, hi) (part of one tensor, weight decay wd) with state offset lo - begin,
+  // reading each gradient times grad_scale (the clipping factor).
   virtual void apply(float* params, const float* grads, size_t lo, size_t hi, float wd, double lr,
-                     int step) = 0;
+                     int step, float grad_scale) = 0;
   float* state_at(size_t i, size_t lo) { return state(i) + (lo - begin_); }
 
   const ParameterLayout& layout_;
@@ -65,7 +66,7 @@ class AdamWOptimizer final : public Optimizer {
 
  private:
   void apply(float* params, const float* grads, size_t lo, size_t hi, float wd, double lr,
-             int step) override;
+             int step, float grad_scale) override;
 };
 
 // SGD with momentum, optionally Nesterov (kernels/sgd.h): state momentum.
@@ -79,7 +80,7 @@ class SgdOptimizer final : public Optimizer {
 
  private:
   void apply(float* params, const float* grads, size_t lo, size_t hi, float wd, double lr,
-             int step) override;
+             int step, float grad_scale) override;
 };
 
 // The optimizer optim.name names, over [begin, end) (clamped to the layout).

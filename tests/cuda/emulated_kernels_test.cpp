@@ -170,6 +170,7 @@ TEST_CASE("emulated GPU: softmax cross-entropy, fused and in place, and its voca
 }
 
 TEST_CASE("emulated GPU: AdamW (fp32, and on bf16 weights with fp32 masters), SGD, the norm") {
+  // Step 2 scales the gradient (clipping's factor), as the kernels read it.
   const long n = 20000;  // two 16K blocks of the norm, the last ragged
   const auto g = random_floats(n, 31, -0.1f, 0.1f);
   auto p_ref = random_floats(n, 32), p = p_ref;
@@ -178,10 +179,11 @@ TEST_CASE("emulated GPU: AdamW (fp32, and on bf16 weights with fp32 masters), SG
   std::vector<__nv_bfloat16> weights(n);
   std::vector<float> m2 = m, v2 = v;
   for (int step = 1; step <= 3; ++step) {
-    sg::cpu::adamw_update(p_ref.data(), m_ref.data(), v_ref.data(), g.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, step);
-    sg::cuda::adamw_update(p.data(), m.data(), v.data(), g.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, step, kStream);
+    const float scale = step == 2 ? 0.375f : 1.0f;
+    sg::cpu::adamw_update(p_ref.data(), m_ref.data(), v_ref.data(), g.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, step, scale);
+    sg::cuda::adamw_update(p.data(), m.data(), v.data(), g.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, step, scale, kStream);
     sg::cuda::adamw_update(nullptr, m2.data(), v2.data(), g.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, step,
-                           kStream, master.data(), weights.data());
+                           scale, kStream, master.data(), weights.data());
   }
   CHECK_CLOSE(p.data(), p_ref.data(), n, kFp32, "params");
   CHECK_CLOSE(m.data(), m_ref.data(), n, kFp32, "m");
@@ -194,8 +196,9 @@ TEST_CASE("emulated GPU: AdamW (fp32, and on bf16 weights with fp32 masters), SG
   auto q_ref = random_floats(n, 33), q = q_ref;
   std::vector<float> buf_ref(n, 0.0f), buf(n, 0.0f);
   for (int step = 0; step < 3; ++step) {
-    sg::cpu::sgd_update(q_ref.data(), buf_ref.data(), g.data(), n, 0.1f, 0.9f, 1e-4f, true);
-    sg::cuda::sgd_update(q.data(), buf.data(), g.data(), n, 0.1f, 0.9f, 1e-4f, true, kStream);
+    const float scale = step == 1 ? 0.375f : 1.0f;
+    sg::cpu::sgd_update(q_ref.data(), buf_ref.data(), g.data(), n, 0.1f, 0.9f, 1e-4f, true, scale);
+    sg::cuda::sgd_update(q.data(), buf.data(), g.data(), n, 0.1f, 0.9f, 1e-4f, true, scale, kStream);
   }
   CHECK_CLOSE(q.data(), q_ref.data(), n, kFp32, "sgd params");
   CHECK_CLOSE(buf.data(), buf_ref.data(), n, kFp32, "sgd momentum");

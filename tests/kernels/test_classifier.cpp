@@ -129,7 +129,7 @@ TEST_CASE("sgd_update matches float64 torch.optim.SGD (momentum, weight decay, N
       for (int step = 1; step <= 3; ++step) {
         const auto grads = random_floats(n, 40 + step, -0.5f, 0.5f);
         sg::cpu::sgd_update(params.data(), buf.data(), grads.data(), n, float(lr),
-                            float(momentum), float(wd), nesterov);
+                            float(momentum), float(wd), nesterov, 1.0f);
         for (long i = 0; i < n; ++i) {
           const double g = grads[i] + wd * p64[i];
           b64[i] = step == 1 ? g : momentum * b64[i] + g;  // torch: buf = g on the first step

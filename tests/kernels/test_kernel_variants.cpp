@@ -126,7 +126,7 @@ TEST_CASE("kernel variants: embeddings, matmul, cross-entropy, AdamW") {
     std::vector<float> params = weight, m(params.size(), 0.f), v(params.size(), 0.f);
     for (int step = 1; step <= 3; ++step) {
       k.adamw_update(params.data(), m.data(), v.data(), grads.data(), long(params.size()), 1e-3f,
-                     0.9f, 0.95f, 1e-8f, 0.1f, step);
+                     0.9f, 0.95f, 1e-8f, 0.1f, step, step == 2 ? 0.5f : 1.0f);
     }
     const std::vector<float> norm{
         static_cast<float>(k.sum_of_squares(grads.data(), long(grads.size())))};

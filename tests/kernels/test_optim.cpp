@@ -1,5 +1,5 @@
-// AdamW against a hand-written float64 AdamW over three steps; global-norm clipping; and the
-// thread-count independence of sum_of_squares.
+// AdamW against a hand-written float64 AdamW over three steps; the update kernels' gradient scale
+// (global-norm clipping); and the thread-count independence of sum_of_squares.
 #include <doctest/doctest.h>
 
 #include <omp.h>
@@ -10,6 +10,7 @@
 
 #include "kernels/adamw.h"
 #include "kernels/grad_norm.h"
+#include "kernels/sgd.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/tolerance.h"
 
@@ -27,7 +28,8 @@ TEST_CASE("adamw_update matches float64 AdamW over three steps") {
     for (int step = 1; step <= 3; ++step) {
       const auto grads = random_floats(n, 92 + step, -0.1f, 0.1f);
       sg::cpu::adamw_update(params.data(), m.data(), v.data(), grads.data(), n, float(lr),
-                            float(beta1), float(beta2), float(eps), float(weight_decay), step);
+                            float(beta1), float(beta2), float(eps), float(weight_decay), step,
+                            1.0f);
       for (long i = 0; i < n; ++i) {
         const double g = grads[i];
         ref_m[i] = beta1 * ref_m[i] + (1 - beta1) * g;
@@ -48,7 +50,7 @@ TEST_CASE("adamw first step moves each parameter by lr * sign(g) plus decay") {
   std::vector<float> params = {1.0f, -2.0f}, m(2, 0.0f), v(2, 0.0f);
   const std::vector<float> grads = {0.5f, -1e-3f};
   sg::cpu::adamw_update(params.data(), m.data(), v.data(), grads.data(), 2, 0.1f, 0.9f, 0.999f,
-                        1e-8f, 0.01f, 1);
+                        1e-8f, 0.01f, 1, 1.0f);
   const double expected[] = {1.0 - 0.1 * (1.0 + 0.01 * 1.0), -2.0 - 0.1 * (-1.0 + 0.01 * -2.0)};
   CHECK_CLOSE(params.data(), expected, 2, kFp32, "params");
 }
@@ -86,35 +88,34 @@ TEST_CASE("sum_of_squares is exact to float64 rounding and identical for every t
   CHECK(sums[0] == ordered);
 }
 
-TEST_CASE("clip_by_global_norm scales to max_norm above it and leaves x alone below") {
-  const auto x0 = random_floats(5000, 102);
-  const double norm = std::sqrt(sg::cpu::sum_of_squares(x0.data(), 5000));
-  SUBCASE("above") {
-    auto x = x0;
-    const float max_norm = 1.0f;
-    REQUIRE(norm > max_norm);
-    const float scale = sg::cpu::clip_by_global_norm(x.data(), 5000, norm, max_norm);
-    const double expected_scale = max_norm / (norm + 1e-6);
-    CHECK_CLOSE(&scale, &expected_scale, 1, kFp32, "scale");
-    std::vector<double> expected(5000);
-    for (int i = 0; i < 5000; ++i) expected[i] = x0[i] * expected_scale;
-    CHECK_CLOSE(x.data(), expected.data(), x.size(), kFp32, "x");
-    const double clipped_norm = std::sqrt(sg::cpu::sum_of_squares(x.data(), 5000));
-    CHECK(std::fabs(clipped_norm - max_norm) < 1e-5);
+TEST_CASE("the update kernels read each gradient times grad_scale (global-norm clipping)") {
+  constexpr long n = 5000;
+  const float scale = 0.3f;  // not a power of two: the product rounds
+  auto scaled = random_floats(n, 102, -0.1f, 0.1f);
+  const auto grads = scaled;
+  for (float& g : scaled) g *= scale;  // what a separate clipping pass would leave
+  SUBCASE("AdamW: the bits of the update on the scaled gradient") {
+    auto p1 = random_floats(n, 103), p2 = p1;
+    std::vector<float> m1(n, 0.0f), v1(n, 0.0f), m2(n, 0.0f), v2(n, 0.0f);
+    for (int step = 1; step <= 3; ++step) {
+      sg::cpu::adamw_update(p1.data(), m1.data(), v1.data(), grads.data(), n, 1e-2f, 0.9f, 0.95f,
+                            1e-8f, 0.1f, step, scale);
+      sg::cpu::adamw_update(p2.data(), m2.data(), v2.data(), scaled.data(), n, 1e-2f, 0.9f, 0.95f,
+                            1e-8f, 0.1f, step, 1.0f);
+    }
+    CHECK(p1 == p2);
+    CHECK(m1 == m2);
+    CHECK(v1 == v2);
   }
-  SUBCASE("above, with a norm small enough that the 1e-6 in the denominator shows") {
-    auto x = x0;
-    for (float& xi : x) xi *= 1e-4f;
-    const double small_norm = std::sqrt(sg::cpu::sum_of_squares(x.data(), 5000));
-    const float max_norm = float(small_norm / 4);
-    const float scale = sg::cpu::clip_by_global_norm(x.data(), 5000, small_norm, max_norm);
-    const double expected_scale = max_norm / (small_norm + 1e-6);  // torch's clip_grad_norm_
-    CHECK_CLOSE(&scale, &expected_scale, 1, kFp32, "scale");
-  }
-  SUBCASE("below") {
-    auto x = x0;
-    const float scale = sg::cpu::clip_by_global_norm(x.data(), 5000, norm, float(norm * 2));
-    CHECK(scale == 1.0f);
-    CHECK(x == x0);
+  SUBCASE("SGD: the update on the scaled gradient (a fused multiply-add may round once less)") {
+    auto p1 = random_floats(n, 104), p2 = p1;
+    std::vector<float> b1(n, 0.0f), b2(n, 0.0f);
+    for (int step = 1; step <= 3; ++step) {
+      sg::cpu::sgd_update(p1.data(), b1.data(), grads.data(), n, 0.1f, 0.9f, 1e-2f, true, scale);
+      sg::cpu::sgd_update(p2.data(), b2.data(), scaled.data(), n, 0.1f, 0.9f, 1e-2f, true, 1.0f);
+    }
+    const auto p2_64 = to_double(p2), b2_64 = to_double(b2);
+    CHECK_CLOSE(p1.data(), p2_64.data(), n, kFp32, "params");
+    CHECK_CLOSE(b1.data(), b2_64.data(), n, kFp32, "momentum");
   }
 }

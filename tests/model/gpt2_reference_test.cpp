@@ -13,6 +13,7 @@
 #include "checkpoint/safetensors.h"
 #include "tests/tolerance.h"
 #include "config/job_spec.h"
+#include "kernels/grad_norm.h"
 #include "model/gpt2.h"
 #include "model/gpt2_family.h"
 #include "optim/optimizer.h"
@@ -152,4 +153,38 @@ TEST_CASE("tiny GPT-2: 5 AdamW steps with clipping follow the reference losses")
     model.backward(grads.data(), params.data(), g.inputs.data(), g.targets.data(), 1.0f / N);
     adamw.step(params.data(), grads.data(), optim.lr, step + 1);
   }
+}
+
+TEST_CASE("tiny GPT-2: clipping scales the update as clipping the gradient first would, "
+          "and leaves the gradient alone") {
+  Golden g;
+  const std::vector<float> params0 = g.load("param.");
+  sg::GPT2 model(g.shape, g.layout, g.B, g.T);
+  const int N = g.B * g.T;
+  model.forward(params0.data(), g.inputs.data(), g.targets.data());
+  std::vector<float> grads(g.layout.total(), 0.0f);
+  model.backward(grads.data(), params0.data(), g.inputs.data(), g.targets.data(), 1.0f / N);
+  const std::vector<float> grads0 = grads;
+  // The optimizer's norm: the same fixed-order sum.
+  const double norm = std::sqrt(sg::cpu::sum_of_squares(grads.data(), long(grads.size())));
+
+  sg::OptimSpec optim;
+  optim.lr = 1e-2;
+  optim.grad_clip = norm / 3;  // well above the clipping threshold
+  sg::AdamWOptimizer clipped(g.layout, optim);
+  std::vector<float> p1 = params0;
+  const float reported = clipped.step(p1.data(), grads.data(), optim.lr, 1);
+  CHECK(grads == grads0);  // the factor rode along with the update
+  CHECK(reported == doctest::Approx(norm).epsilon(1e-6));
+
+  // The reference: torch's clip_grad_norm_ factor applied to the gradient, then no clipping.
+  const float max_norm = static_cast<float>(optim.grad_clip);
+  const float scale = static_cast<float>(max_norm / (norm + 1e-6));
+  std::vector<float> scaled = grads0;
+  for (float& x : scaled) x *= scale;
+  optim.grad_clip = 0;
+  sg::AdamWOptimizer plain(g.layout, optim);
+  std::vector<float> p2 = params0;
+  plain.step(p2.data(), scaled.data(), optim.lr, 1);
+  CHECK(p1 == p2);
 }
