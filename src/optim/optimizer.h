@@ -3,7 +3,8 @@
 // parameter buffer, with named state of one element per parameter of that range ("m" and "v"
 // for AdamW, "momentum" for SGD). Under ZeRO each data-parallel process keeps one range, so
 // ZeRO shards any optimizer's state; checkpoints store each state tensor by name. Global-norm
-// clipping happens first, weight decay only where the layout's tensor says so.
+// clipping scales the gradient as the update reads it (no pass of its own), weight decay only
+// where the layout's tensor says so.
 #include <cstddef>
 #include <memory>
 #include <string>
