@@ -9,7 +9,8 @@
 // forward and the weight gradient, and the input gradient is the product scattered back (zero
 // at the pixels no output reads).
 //
-// The products run on oneDNN's sgemm with its own OpenMP threading. Inside the ResNet-50 step
+// The products run on oneDNN's sgemm with its own OpenMP threading, or where it measured ahead on
+// oneDNN's matmul primitive (see matmul_forward_fits below). Inside the ResNet-50 step
 // (batch 8, 2 AVX-512 cores) they took the stride-1 1x1 layers' forward, input gradient and
 // weight gradient in 95, 84 and 91 % of the time of oneDNN 2.6's jit_1x1 convolution, about 5 %
 // of the step; alone, with hot caches, the two are level within the machine's noise
@@ -54,6 +55,14 @@ const float* product_rows(const float* x, const Conv2dShape& s) {
   return sub;
 }
 
+// Which passes take oneDNN's matmul primitive instead of its sgemm: where it ran ahead in three of
+// three alternated runs of ResNet-50's 1x1 passes at batch 8 (2 AVX-512 cores, hot caches;
+// docs/performance.md), as a rule of the shape: the forward of a reducing layer (C > K: 0.75-0.97
+// of sgemm's time on all seven such shapes), and the weight gradient of a widening layer with at
+// most 2048 rows (the 14x14 ones: 0.76-0.88). Elsewhere it was level or behind (up to 1.2x).
+bool matmul_forward_fits(const Conv2dShape& s) { return s.C > s.K; }
+bool matmul_weights_fits(const Conv2dShape& s, long M) { return s.K >= 2 * s.C && M <= 2048; }
+
 }  // namespace
 
 bool conv2d_1x1_fits(const Conv2dShape& s) {
@@ -62,6 +71,10 @@ bool conv2d_1x1_fits(const Conv2dShape& s) {
 
 void conv2d_1x1_forward(float* out, const float* inp, const float* weight, const Conv2dShape& s) {
   const long M = s.out_size() / s.K;
+  if (matmul_forward_fits(s)) {
+    onednn_matmul('N', 'T', M, s.K, s.C, product_rows(inp, s), s.C, weight, s.C, 0.0f, out, s.K);
+    return;
+  }
   check(onednn_sgemm('N', 'T', M, s.K, s.C, 1.0f, product_rows(inp, s), s.C, weight, s.C, 0.0f, out,
                      s.K));
 }
@@ -98,6 +111,10 @@ void conv2d_1x1_backward_data(float* dinp, const float* dout, const float* weigh
 void conv2d_1x1_backward_weights(float* dweight, const float* dout, const float* inp,
                                  const Conv2dShape& s) {
   const long M = s.out_size() / s.K;
+  if (matmul_weights_fits(s, M)) {
+    onednn_matmul('T', 'N', s.K, s.C, M, dout, s.K, product_rows(inp, s), s.C, 1.0f, dweight, s.C);
+    return;
+  }
   check(onednn_sgemm('T', 'N', s.K, s.C, M, 1.0f, dout, s.K, product_rows(inp, s), s.C, 1.0f, dweight,
                      s.C));
 }

@@ -32,6 +32,11 @@ std::vector<sg::Conv2dShape> shapes() {
       shape1x1(4, 10, 10, 4, 8, 2),   // few channels: a tiny ResNet's downsample
       shape1x1(4, 2, 2, 16, 64, 1),   // 2x2 spatial
       shape1x1(1, 5, 5, 3, 5, 1),     // 3 channels
+      // oneDNN's matmul primitive: a reducing layer's forward (C > K; also the two strided
+      // shapes above with C > K) and a widening one's weight gradient (K >= 2C, few rows; also
+      // the downsample shortcuts above); the others are sgemm's.
+      shape1x1(2, 7, 6, 96, 24, 1),
+      shape1x1(2, 5, 6, 24, 96, 1),
   };
 }
 
