@@ -14,8 +14,8 @@
 // B*NH (batch, head) pairs, each calling oneDNN's sgemm, which runs on the calling thread inside
 // the loop; a head's dK and dV are written by the thread that owns the head, so the result does
 // not depend on the thread count. oneDNN rather than OpenBLAS for these small products (64 rows,
-// 64-256 wide): at the GPT bench's shape, six alternated runs of `kernels_bench attention`,
-// forward 1.66-2.30 against 2.02-2.52 ms, backward 3.16-4.90 against 3.87-4.86
+// 64-256 wide): at the GPT bench's shape, ten alternated runs of `kernels_bench attention`,
+// forward 1.65-2.30 against 1.89-2.75 ms, backward 3.16-4.90 against 3.50-4.86
 // (docs/performance.md).
 #include "kernels/attention.h"
 

@@ -115,8 +115,8 @@ void conv2d_1x1_backward_weights(float* dweight, const float* dout, const float*
     onednn_matmul('T', 'N', s.K, s.C, M, dout, s.K, product_rows(inp, s), s.C, 1.0f, dweight, s.C);
     return;
   }
-  check(onednn_sgemm('T', 'N', s.K, s.C, M, 1.0f, dout, s.K, product_rows(inp, s), s.C, 1.0f, dweight,
-                     s.C));
+  check(onednn_sgemm('T', 'N', s.K, s.C, M, 1.0f, dout, s.K, product_rows(inp, s), s.C, 1.0f,
+                     dweight, s.C));
 }
 
 }  // namespace sg::cpu

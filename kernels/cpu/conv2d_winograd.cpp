@@ -339,8 +339,8 @@ void conv2d_winograd_backward_weights(float* dweight, const float* dout, const f
   by_width(s.C, [&]<class Vec>() { input_transform<Vec>(V, inp, s.N, s.H, s.W, s.C, tl); });
   by_width(s.K, [&]<class Vec>() { output_grad_transform<Vec>(dM, dout, s.N, s.H, s.W, s.K, tl); });
   per_position([&](int p) {  // dU[p] (K x C) = dM[p]^T V[p]
-    return onednn_sgemm('T', 'N', s.K, s.C, T, 1.0f, dM + p * T * s.K, s.K, V + p * T * s.C, s.C, 0.0f,
-                        dU + p * CK, s.C);
+    return onednn_sgemm('T', 'N', s.K, s.C, T, 1.0f, dM + p * T * s.K, s.K, V + p * T * s.C, s.C,
+                        0.0f, dU + p * CK, s.C);
   });
   by_width(CK, [&]<class Vec>() { weight_grad_transform<Vec>(dweight, dU, s.K, s.C); });
 }

@@ -64,8 +64,8 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
   if (onednn_product(N, OC)) {
     // Fixed bands of output columns, one single-threaded oneDNN call each (see onednn_bands).
     onednn_bands(OC, [&](int o0, int width) {
-      return onednn_sgemm('N', 'T', N, width, C, 1.0f, inp, C, weight + static_cast<long>(o0) * C, C,
-                          beta, out + o0, OC);
+      return onednn_sgemm('N', 'T', N, width, C, 1.0f, inp, C,
+                          weight + static_cast<long>(o0) * C, C, beta, out + o0, OC);
     });
     return;
   }

@@ -1,8 +1,9 @@
 #pragma once
 // The optimizers' kernels over flat buffers (contracts: kernels/adamw.h, sgd.h, grad_norm.h;
 // grad_scale, the clipping factor, multiplies each gradient as it is read, rounded on its own as
-// the CPU's kernels do), with optional fp32 master weights: when `master` is given, the update runs on the fp32 master
-// and `params` (bf16) receives its rounding; otherwise on the fp32 params themselves.
+// the CPU's kernels do), with optional fp32 master weights: when `master` is given, the update
+// runs on the fp32 master and `params` (bf16) receives its rounding; otherwise on the fp32 params
+// themselves.
 // The sum of squares of the global gradient norm runs in a fixed order: fixed 16K-element
 // blocks (as the CPU's) each summed in double, then the block sums added in block order by one
 // thread, so the norm does not depend on the launch.

@@ -14,6 +14,10 @@ namespace {
 // (7 GFLOP a call, ~0.2 s on one AVX2 core) for a few repetitions in the budget.
 constexpr int kN = 1536;
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Square sgemm operands with values in [-1, 1): denormals or zeros would make the timing
 // unrepresentative. Times one call at a time.
 class SgemmProbe {
@@ -33,17 +37,12 @@ class SgemmProbe {
     const auto t0 = std::chrono::steady_clock::now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.0f, a_.data(), kN,
                 b_.data(), kN, 0.0f, c_.data(), kN);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return 2.0 * double(kN) * kN * kN / seconds;
+    return 2.0 * double(kN) * kN * kN / seconds_since(t0);
   }
 
  private:
   std::vector<float> a_, b_, c_;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 }  // namespace
 

@@ -30,8 +30,8 @@ class Optimizer {
   size_t end() const { return end_; }
 
   // Updates params[begin, end), the gradient clipped to optim.grad_clip by the global norm
-  // `norm` (computed by the caller over every range); grads are left as they are. Pointers are to the whole buffers;
-  // `step` is the 1-based optimizer step.
+  // `norm` (computed by the caller over every range); grads are left as they are. Pointers are to
+  // the whole buffers; `step` is the 1-based optimizer step.
   void update_range(float* params, float* grads, double norm, double lr, int step);
   // The whole range on its own: its norm, then update_range. Returns the norm before clipping.
   float step(float* params, float* grads, double lr, int step);
