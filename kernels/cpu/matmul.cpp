@@ -7,7 +7,7 @@
 // bench's training step (2 AVX2 cores, 1024 rows, 384 wide, 50257 outputs; docs/performance.md):
 // all matmul forwards 5.5-5.7 s instead of 6.0-6.5 s per 10 steps, backwards 9.3-10.0 instead of
 // 9.9-10.8; the layers' products were no faster on oneDNN. The input gradient (inner dimension
-// the vocabulary) stays on OpenBLAS, see onednn_bands.
+// the vocabulary) goes to oneDNN in fixed bands of rows, see onednn_bands.
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -29,20 +29,24 @@ bool onednn_product(int N, int OC) { return OC >= kOnednnMinOutputs && N >= kOne
 // caught 2 and 3 threads differing from 1 in the last bits), and the project promises the same
 // bits for any thread count. So the product is cut into bands of kOnednnBand output columns,
 // fixed by the shape, and each band is one call on one thread (oneDNN runs single-threaded
-// inside an OpenMP region). Cutting the input gradient that way would split its inner
-// dimension, hence OpenBLAS there (which splits only rows and columns between threads).
+// inside an OpenMP region). The input gradient, whose inner dimension is the vocabulary, is cut
+// into bands of kOnednnRowBand rows instead (its inner dimension stays whole). Standalone at the
+// GPT bench's head (1024 rows, 384 wide, 50257 outputs, 2 threads), three alternated runs: 194,
+// 180, 162 ms against 251, 209, 240 for OpenBLAS's threaded call (bands of 128 rows: 238, 182,
+// 163; docs/performance.md).
 constexpr int kOnednnBand = 1024;
+constexpr int kOnednnRowBand = 256;
 
-// band(o0, width) -> the oneDNN status of the call for columns [o0, o0 + width); throws after
-// the parallel region (an exception must not leave it) if any call failed.
+// band(i0, width) -> the oneDNN status of the call for [i0, i0 + width) of total (columns or
+// rows); throws after the parallel region (an exception must not leave it) if any call failed.
 template <class F>
-void onednn_bands(int OC, F band) {
-  const int bands = (OC + kOnednnBand - 1) / kOnednnBand;
+void onednn_bands(int total, int width, F band) {
+  const int bands = (total + width - 1) / width;
   int failed = 0;
 #pragma omp parallel for schedule(dynamic, 1) reduction(max : failed)
   for (int b = 0; b < bands; ++b) {
-    const int o0 = b * kOnednnBand;
-    const int status = band(o0, std::min(kOnednnBand, OC - o0));
+    const int i0 = b * width;
+    const int status = band(i0, std::min(width, total - i0));
     if (status != 0) failed = std::max(failed, status);
   }
   if (failed != 0) throw_onednn_sgemm_error(failed);
@@ -63,7 +67,7 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
   // out (N,OC) = inp (N,C) @ weight^T (C,OC)
   if (onednn_product(N, OC)) {
     // Fixed bands of output columns, one single-threaded oneDNN call each (see onednn_bands).
-    onednn_bands(OC, [&](int o0, int width) {
+    onednn_bands(OC, kOnednnBand, [&](int o0, int width) {
       return onednn_sgemm('N', 'T', N, width, C, 1.0f, inp, C,
                           weight + static_cast<long>(o0) * C, C, beta, out + o0, OC);
     });
@@ -76,14 +80,21 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int C, int OC) {
   if (dinp != nullptr) {
-    // dinp (N,C) = dout (N,OC) @ weight (OC,C). Its inner dimension is OC: OpenBLAS, which does
-    // not split it between threads.
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
-                0.0f, dinp, C);
+    // dinp (N,C) = dout (N,OC) @ weight (OC,C). Its inner dimension is OC, which neither path
+    // splits between threads: oneDNN's calls take whole rows, OpenBLAS splits rows and columns.
+    if (onednn_product(N, OC)) {
+      onednn_bands(N, kOnednnRowBand, [&](int i0, int rows) {
+        return onednn_sgemm('N', 'N', rows, C, OC, 1.0f, dout + static_cast<long>(i0) * OC, OC,
+                            weight, C, 0.0f, dinp + static_cast<long>(i0) * C, C);
+      });
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
+                  0.0f, dinp, C);
+    }
   }
   // dweight (OC,C) += dout^T (OC,N) @ inp (N,C)
   if (onednn_product(N, OC)) {
-    onednn_bands(OC, [&](int o0, int width) {
+    onednn_bands(OC, kOnednnBand, [&](int o0, int width) {
       return onednn_sgemm('T', 'N', width, C, N, 1.0f, dout + o0, OC, inp, C, 1.0f,
                           dweight + static_cast<long>(o0) * C, C);
     });
