@@ -2,12 +2,12 @@
 //
 // Which library runs a product is chosen by its shape, by a fixed rule (every process makes the
 // same choice, so runs stay reproducible): the language-model head's vocabulary-sized products
-// (at least kOnednnMinOutputs outputs and kOnednnMinRows rows) go to oneDNN's sgemm for the
-// forward and the weight gradient, every other product to OpenBLAS. Measured inside the GPT
-// bench's training step (2 AVX2 cores, 1024 rows, 384 wide, 50257 outputs; docs/performance.md):
-// all matmul forwards 5.5-5.7 s instead of 6.0-6.5 s per 10 steps, backwards 9.3-10.0 instead of
-// 9.9-10.8; the layers' products were no faster on oneDNN. The input gradient (inner dimension
-// the vocabulary) goes to oneDNN in fixed bands of rows, see onednn_bands.
+// (at least kOnednnMinOutputs outputs and kOnednnMinRows rows) go to oneDNN's sgemm, every other
+// product to OpenBLAS. Measured inside the GPT bench's training step (2 AVX2 cores, 1024 rows,
+// 384 wide, 50257 outputs; docs/performance.md): all matmul forwards 5.5-5.7 s instead of
+// 6.0-6.5 s per 10 steps, backwards 9.3-10.0 instead of 9.9-10.8 (the forward and the weight
+// gradient); the layers' products were no faster on oneDNN. The input gradient (inner dimension
+// the vocabulary) joined later, in fixed bands of rows, see onednn_bands.
 #include "kernels/matmul.h"
 
 #include <algorithm>
