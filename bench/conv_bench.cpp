@@ -113,7 +113,9 @@ int main(int argc, char** argv) {
       const long tiles = static_cast<long>(batch) * ((s.P() + 3) / 4) * ((s.Q() + 3) / 4);
       print_row(std::to_string(batch) + " | " + std::to_string(s.H) + "x" + std::to_string(s.W) +
                     " | " + std::to_string(s.C) + " | " + std::to_string(tiles) +
-                    (sg::cpu::winograd_applies(s) ? "" : " (weights only)"),
+                    (sg::cpu::winograd_applies(s)           ? ""
+                     : sg::cpu::winograd_weights_applies(s) ? " (weights only)"
+                                                            : " (none)"),
                 d, g);
     }
   }

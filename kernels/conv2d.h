@@ -92,11 +92,12 @@ namespace sg::cpu::inline SG_CPU_ISA {
 // stride 1, pad 1, ungrouped convolutions with both channel counts a multiple of 8
 // (winograd_fits): the same contracts as the three passes above, results that differ from the
 // direct convolution's by rounding (the transforms scale by up to 8 and 1/24). The CPU
-// convolution uses it for the shapes where it measured faster than oneDNN's (winograd_applies:
-// those with at least 64 output tiles of 4x4 in the batch), and for the weight gradient of every
-// shape it fits.
+// convolution uses it for the shapes where it measured faster than oneDNN's: all three passes
+// from 32 output tiles of 4x4 in the batch up (winograd_applies), the weight gradient alone from
+// 16 (winograd_weights_applies).
 bool winograd_fits(const Conv2dShape& s);
 bool winograd_applies(const Conv2dShape& s);
+bool winograd_weights_applies(const Conv2dShape& s);
 void conv2d_winograd_forward(float* out, const float* inp, const float* weight,
                              const Conv2dShape& s);
 void conv2d_winograd_backward_data(float* dinp, const float* dout, const float* weight,

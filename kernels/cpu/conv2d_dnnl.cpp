@@ -16,8 +16,8 @@
 //  - the 3x3 stride-1 layers with enough tiles to Winograd's (winograd_applies;
 //    kernels/cpu/conv2d_winograd.cpp, through the chosen variant's table): on ResNet-50's 56x56
 //    to 14x14 layers at batch 8 it took the forward and the input gradient in about half
-//    oneDNN's time and the weight gradient in a third to a half; with fewer tiles (7x7x512)
-//    only their weight gradient;
+//    oneDNN's time and the weight gradient in a third to a half; with fewer tiles (ResNet-50's
+//    7x7x512 layers below batch 8) only their weight gradient;
 //  - the 1x1 layers to a matrix product on oneDNN's sgemm (kernels/cpu/conv2d_gemm.cpp),
 //    5-16 % faster per pass inside the ResNet-50 step than oneDNN's jit_1x1
 //    (docs/performance.md).
@@ -195,11 +195,12 @@ memory& weights_for(const Conv2dShape& s, const float* weight, memory& target) {
 }
 
 bool by_winograd(const Conv2dShape& s) { return chosen_algorithms().winograd && winograd_applies(s); }
-// Below winograd_applies' 64 tiles the weight gradient alone still gains: its transforms scale
-// with the tiles, not with the 36 C K transformed filters that make the other two passes lose
-// (ResNet-50's 7x7x512 layers at batch 8, conv_bench: 1.4x the direct pass on AVX2 and AVX-512).
+// Below winograd_applies' 32 tiles the weight gradient alone still gains from 16 up: its
+// transforms scale with the tiles, not with the 36 C K transformed filters that make the other
+// two passes lose (ResNet-50's 7x7x512 layers at batch 4 on 2 AVX-512 cores, conv_bench: 1.4x
+// the direct pass).
 bool by_winograd_weights(const Conv2dShape& s) {
-  return chosen_algorithms().winograd && winograd_fits(s);
+  return chosen_algorithms().winograd && winograd_weights_applies(s);
 }
 bool by_gemm(const Conv2dShape& s) { return chosen_algorithms().gemm_1x1 && conv2d_1x1_fits(s); }
 

@@ -118,14 +118,20 @@ TEST_CASE("winograd conv2d: the shapes it takes, and those the CPU convolution g
   CHECK_FALSE(sg::cpu::winograd_fits(s));
   CHECK_FALSE(sg::cpu::winograd_fits(shape3x3(2, 8, 8, 4, 16)));  // channels not 8k
   CHECK_FALSE(sg::cpu::winograd_fits(shape3x3(2, 8, 8, 16, 12)));
-  // Given it from 64 tiles of 4x4 up: ResNet-50 at batch 8 but its last stage (7x7: 32 tiles).
+  // All three passes from 32 tiles of 4x4 up: ResNet-50 at batch 8, its last stage (7x7: 4 tiles
+  // an image) included; the weight gradient alone from 16.
   CHECK(sg::cpu::winograd_applies(shape3x3(8, 56, 56, 64, 64)));
   CHECK(sg::cpu::winograd_applies(shape3x3(8, 14, 14, 256, 256)));
-  CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(8, 7, 7, 512, 512)));
-  CHECK(sg::cpu::winograd_applies(shape3x3(16, 7, 7, 512, 512)));
-  CHECK(sg::cpu::winograd_applies(shape3x3(4, 16, 13, 8, 8)));  // 4 x 4 x 4 tiles
-  CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(3, 16, 13, 8, 8)));
+  CHECK(sg::cpu::winograd_applies(shape3x3(8, 7, 7, 512, 512)));
+  CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(4, 7, 7, 512, 512)));
+  CHECK(sg::cpu::winograd_weights_applies(shape3x3(4, 7, 7, 512, 512)));
+  CHECK_FALSE(sg::cpu::winograd_weights_applies(shape3x3(2, 7, 7, 512, 512)));
+  CHECK(sg::cpu::winograd_applies(shape3x3(2, 16, 13, 8, 8)));  // 2 x 4 x 4 tiles
+  CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(1, 16, 13, 8, 8)));
+  CHECK(sg::cpu::winograd_weights_applies(shape3x3(1, 16, 13, 8, 8)));
+  CHECK_FALSE(sg::cpu::winograd_weights_applies(shape3x3(1, 16, 12, 8, 8)));  // 4 x 3 tiles
   CHECK_FALSE(sg::cpu::winograd_applies(shape3x3(4, 16, 16, 20, 8)));
+  CHECK_FALSE(sg::cpu::winograd_weights_applies(shape3x3(4, 16, 16, 20, 8)));
 }
 
 TEST_CASE("winograd conv2d: the CPU convolution runs the 3x3 stride-1 layers through it") {
@@ -149,30 +155,57 @@ TEST_CASE("winograd conv2d: the CPU convolution runs the 3x3 stride-1 layers thr
   CHECK(dw == dw_w);
 }
 
-TEST_CASE("winograd conv2d: below 64 tiles only the weight gradient runs through it") {
-  const auto s = shape3x3(2, 8, 8, 16, 16);  // 8 tiles
-  REQUIRE(sg::cpu::winograd_fits(s));
-  REQUIRE_FALSE(sg::cpu::winograd_applies(s));
+namespace {
+
+// Which of the CPU convolution's passes go through Winograd for shape s: dx and dw from
+// conv2d_backward (and dw from conv2d_backward_weights) compared bit for bit with Winograd's and
+// with the direct kernels', which differ from them in rounding.
+void check_backward_routes(const sg::Conv2dShape& s, bool data_by_winograd,
+                           bool weights_by_winograd) {
   const auto x = random_floats(static_cast<size_t>(s.in_size()), 35);
   const auto w = random_floats(static_cast<size_t>(s.weight_size()), 36);
   const auto dy = random_floats(static_cast<size_t>(s.out_size()), 37);
   const auto dw0 = random_floats(w.size(), 38);
   const auto& k = sg::cpu::kernels();
-  std::vector<float> dw_w = dw0, dx_direct(x.size()), dw_direct = dw0;
+  std::vector<float> dx_w(x.size()), dw_w = dw0, dx_direct(x.size()), dw_direct = dw0;
+  k.conv2d_winograd_backward_data(dx_w.data(), dy.data(), w.data(), s);
   k.conv2d_winograd_backward_weights(dw_w.data(), dy.data(), x.data(), s);
   {
     const ConvAlgorithmsScope scope(kDirect);
     sg::cpu::conv2d_backward(dx_direct.data(), dw_direct.data(), dy.data(), x.data(), w.data(), s);
   }
+  REQUIRE(dx_w != dx_direct);  // the two differ in rounding, so the checks below tell them apart
+  REQUIRE(dw_w != dw_direct);
   const ConvAlgorithmsScope scope(sg::cpu::ConvAlgorithms{true, true});
   std::vector<float> dx(x.size()), dw = dw0;
   sg::cpu::conv2d_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), s);
-  CHECK(dw == dw_w);
-  CHECK(dw != dw_direct);  // the two differ in rounding, so the check above tells them apart
-  CHECK(dx == dx_direct);
+  CHECK(dx == (data_by_winograd ? dx_w : dx_direct));
+  CHECK(dw == (weights_by_winograd ? dw_w : dw_direct));
   std::vector<float> dw_only = dw0;
   sg::cpu::conv2d_backward_weights(dw_only.data(), dy.data(), x.data(), s);
-  CHECK(dw_only == dw_w);
+  CHECK(dw_only == dw);
+}
+
+}  // namespace
+
+TEST_CASE("winograd conv2d: from 16 to 31 tiles only the weight gradient runs through it") {
+  const auto s = shape3x3(4, 8, 8, 16, 16);  // 16 tiles
+  REQUIRE(sg::cpu::winograd_weights_applies(s));
+  REQUIRE_FALSE(sg::cpu::winograd_applies(s));
+  check_backward_routes(s, false, true);
+}
+
+TEST_CASE("winograd conv2d: below 16 tiles no pass runs through it") {
+  const auto s = shape3x3(2, 8, 8, 16, 16);  // 8 tiles
+  REQUIRE(sg::cpu::winograd_fits(s));
+  REQUIRE_FALSE(sg::cpu::winograd_weights_applies(s));
+  check_backward_routes(s, false, false);
+}
+
+TEST_CASE("winograd conv2d: from 32 tiles every pass runs through it") {
+  const auto s = shape3x3(8, 8, 8, 16, 16);  // 32 tiles
+  REQUIRE(sg::cpu::winograd_applies(s));
+  check_backward_routes(s, true, true);
 }
 
 TEST_CASE("winograd conv2d: the same bits on 1 and 3 threads") {
