@@ -1,8 +1,10 @@
 // Batch norm on ResNet-50's 53 shapes at one batch (default 8): ms a step of the fused training
 // pair (forward, backward; with the ReLU where ResNet fuses it) against one read pass and one
 // read + write pass over the same activations, the bandwidth bound of its 3 + 5 passes, with
-// the data in memory as in a training step. Not a test (timings are machine-dependent). Medians
-// of 7 sweeps after one warm-up, on the threads OpenMP gives.
+// the data in memory as in a training step; and on the batch norms without a ReLU (those a
+// residual block's input gradient reaches first), the backward with the block's add + ReLU
+// taken into its first pass against add_relu_backward then the backward. Not a test (timings
+// are machine-dependent). Medians of 7 sweeps after one warm-up, on the threads OpenMP gives.
 //
 //   bn_bench [BATCH]
 #include <algorithm>
@@ -56,6 +58,7 @@ int main(int argc, char** argv) {
     int C;
     bool relu;
     std::vector<float> x, y, dy, dx, gamma, beta, mean, var, dgamma, dbeta;
+    std::vector<float> g, out;  // without a ReLU: a pending add + ReLU's other gradient, output
   };
   std::vector<Tensors> ts;
   double bytes = 0;
@@ -79,6 +82,14 @@ int main(int argc, char** argv) {
     t.var.resize(static_cast<size_t>(t.C));
     t.dgamma.assign(static_cast<size_t>(t.C), 0.0f);
     t.dbeta.assign(static_cast<size_t>(t.C), 0.0f);
+    if (!t.relu) {
+      t.g.resize(n);
+      t.out.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        t.g[i] = static_cast<float>((i * 69069u) % 991) * 1e-3f - 0.5f;
+        t.out[i] = static_cast<float>((i * 1103515245u) % 983) * 1e-3f - 0.5f;
+      }
+    }
     bytes += 4.0 * static_cast<double>(n);
     ts.push_back(std::move(t));
   }
@@ -118,6 +129,20 @@ int main(int argc, char** argv) {
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; ++i) out[i] = in[i];
   });
+  // The batch norms without a ReLU: add + ReLU, then the backward; or both in one op.
+  const double separate = sweep([&](Tensors& t) {
+    if (t.relu) return;
+    k.add_relu_backward(t.dy.data(), t.g.data(), t.out.data(), t.M * t.C);
+    k.batchnorm_backward(t.dx.data(), t.dgamma.data(), t.dbeta.data(), t.dy.data(), t.x.data(),
+                         t.mean.data(), t.var.data(), t.gamma.data(), nullptr, t.M, t.C, 1e-5f,
+                         false);
+  });
+  const double fused = sweep([&](Tensors& t) {
+    if (t.relu) return;
+    k.batchnorm_add_relu_backward(t.dx.data(), t.dgamma.data(), t.dbeta.data(), t.dy.data(),
+                                  t.g.data(), t.out.data(), t.x.data(), t.mean.data(),
+                                  t.var.data(), t.gamma.data(), t.M, t.C, 1e-5f);
+  });
   std::printf("ResNet-50 at batch %d: %zu batch norms over %.0f MB of activations (%s kernels)\n",
               N, ts.size(), bytes / 1e6, k.isa);
   std::printf("| pass | ms a step | GB/s of the tensors it must move |\n|---|---|---|\n");
@@ -125,4 +150,7 @@ int main(int argc, char** argv) {
   std::printf("| backward (5 passes) | %.1f | %.1f |\n", bwd, 5 * bytes / bwd / 1e6);
   std::printf("| column sums alone (1 pass) | %.1f | %.1f |\n", read, bytes / read / 1e6);
   std::printf("| copy (2 passes) | %.1f | %.1f |\n", copy, 2 * bytes / copy / 1e6);
+  std::printf("| batch norms without a ReLU: add_relu_backward, then the backward | %.1f | |\n",
+              separate);
+  std::printf("| the same in one op (batchnorm_add_relu_backward) | %.1f | |\n", fused);
 }

@@ -44,6 +44,22 @@ void batchnorm_backward(float* dinp,         // (M,C) =
                         const float* gamma,  // (C)
                         const float* beta,   // (C) the forward's (read with `relu` only)
                         long M, int C, float eps, bool relu);
+// A residual block's last batch norm (or its shortcut's) with the gradient of its output still
+// to be taken through the ReLU before the next block: dout = dout + g where out > 0, else 0
+// (add_relu_backward, kernels/relu.h; `out` the ReLU's output), made inside the backward's
+// first pass, then that pass and the second as batchnorm_backward without `relu`. Bit for bit
+// the two calls; one pass over the (M,C) gradient less.
+void batchnorm_add_relu_backward(float* dinp,         // (M,C) =
+                                 float* dgamma,       // (C) +=
+                                 float* dbeta,        // (C) +=
+                                 float* dout,         // (M,C) in: one gradient; out: the sum's
+                                 const float* g,      // (M,C) the other gradient
+                                 const float* out,    // (M,C) the ReLU's output
+                                 const float* inp,    // (M,C)
+                                 const float* mean,   // (C)
+                                 const float* var,    // (C)
+                                 const float* gamma,  // (C)
+                                 long M, int C, float eps);
 
 // sums[c] = sum_m inp[m,c], sums[C+c] = sum_m inp[m,c]^2.
 void batchnorm_sums(double* sums,  // (2C) =

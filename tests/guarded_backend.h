@@ -240,6 +240,11 @@ class GuardedBackend final : public Backend {
     inner_.batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, M, C, eps);
   }
 
+  void batchnorm_add_relu_backward(float* dinp, float* dgamma, float* dbeta, float* dout, const float* g, const float* out, const float* inp, const float* mean, const float* var, const float* gamma, long M, int C, float eps) override {
+    const Unlocked open(*this);
+    inner_.batchnorm_add_relu_backward(dinp, dgamma, dbeta, dout, g, out, inp, mean, var, gamma, M, C, eps);
+  }
+
   void batchnorm_relu_forward_train(float* out, float* mean, float* var, const float* inp, const float* gamma, const float* beta, long M, int C, float eps) override {
     const Unlocked open(*this);
     inner_.batchnorm_relu_forward_train(out, mean, var, inp, gamma, beta, M, C, eps);

@@ -6,7 +6,9 @@
 // reads x for its sums and once more to write out (3 tensor passes), the backward reads x and
 // dy for its sums and once more to write dx (5). The fused ReLU keeps no mask: the backward
 // recomputes x * scale + shift > 0 from x, which it reads anyway, with the forward's scale and
-// shift, bit for bit the forward's test. oneDNN 2.6's fused pair, used before, made 4 and 5
+// shift, bit for bit the forward's test. A residual block's add + ReLU backward (relu.h) can
+// ride in the backward's first pass the same way (batchnorm_add_relu_backward), saving a read
+// of the gradient it makes. oneDNN 2.6's fused pair, used before, made 4 and 5
 // passes plus a bit mask; on ResNet-50's 53 batch norms at batch 8 (bench/bn_bench.cpp, 2
 // AVX-512 threads) this pair is level with it with the data in memory, as in a training step,
 // and about 20 % faster with the data in cache.
@@ -363,19 +365,31 @@ void normalize(float* out, const float* x, const Affine& a, const float* r, long
 }
 
 // sums[c] = sum dy', sums[C+c] = sum dy' (x - mean), dy' = dy or, with a ReLU (a non-null
-// affine), dy where x * scale + shift > 0 and 0 elsewhere.
+// affine), dy where x * scale + shift > 0 and 0 elsewhere. With `add` set, dy first becomes
+// (dy + add.g where add.out > 0, else 0), written back to dy: add_relu_backward's pass, its
+// result summed as it is made.
+struct PendingAddRelu {
+  float* acc = nullptr;  // dy itself, writable
+  const float *g = nullptr, *out = nullptr;
+};
 struct DySums {
   static constexpr bool kAcross = true;
   const float *dy, *x, *mean, *sc, *sh;
   int C;
+  PendingAddRelu add;
   template <class V>
   V shift(long, long, int) const {  // x - mean is centred already
     return V{};
   }
   template <class V>
   void vec(long m, int c, V, V& s, V& q) const {
-    const V xv = load_as<V>(x + m * C + c);
-    V g = load_as<V>(dy + m * C + c);
+    const long i = m * C + c;
+    const V xv = load_as<V>(x + i);
+    V g = load_as<V>(dy + i);
+    if (add.acc != nullptr) {
+      g = keep_where(load_as<V>(add.out + i) > splat_as<V>(0.0f), g + load_as<V>(add.g + i));
+      store_as(add.acc + i, g);
+    }
     if (sc != nullptr) g = keep_where(affine(xv, sc + c, sh + c) > splat_as<V>(0.0f), g);
     s += g;
     q += g * (xv - load_as<V>(mean + c));
@@ -383,21 +397,24 @@ struct DySums {
   template <class D>
   void unshift(D&, D&, D, double) const {}
   void one(long m, int c, double& s, double& q) const {
-    const float xv = x[m * C + c];
-    float g = dy[m * C + c];
+    const long i = m * C + c;
+    const float xv = x[i];
+    float g = dy[i];
+    if (add.acc != nullptr) add.acc[i] = g = add.out[i] > 0.0f ? g + add.g[i] : 0.0f;
     if (sc != nullptr && !(affine(xv, sc[c], sh[c]) > 0.0f)) g = 0.0f;
     s += g;
     q += double{g} * (double{xv} - double{mean[c]});
   }
 };
 
-// The backward's sums (see batchnorm_backward_sums) with an optional ReLU mask.
+// The backward's sums (see batchnorm_backward_sums) with an optional ReLU mask and an optional
+// add_relu_backward pass before them.
 void backward_sums(double* sums, float* dgamma, float* dbeta, const float* dout, const float* x,
                    const float* mean, const float* var, const Affine* relu, long M, int C,
-                   float eps) {
+                   float eps, PendingAddRelu add = {}) {
   column_sums(sums, M, C,
               DySums{dout, x, mean, relu ? relu->scale.data() : nullptr,
-                     relu ? relu->shift.data() : nullptr, C});
+                     relu ? relu->shift.data() : nullptr, C, add});
   for (int c = 0; c < C; ++c) {
     sums[C + c] /= std::sqrt(double{var[c]} + eps);  // sum dy' xhat
     dbeta[c] += static_cast<float>(sums[c]);
@@ -500,6 +517,18 @@ void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* d
   backward_sums(sums.data(), dgamma, dbeta, dout, inp, mean, var, mask, M, C, eps);
   backward_input(dinp, sums.data(), dout, inp, mean, var, gamma, mask, static_cast<double>(M), M, C,
                  eps);
+}
+
+void batchnorm_add_relu_backward(float* dinp, float* dgamma, float* dbeta, float* dout,
+                                 const float* g, const float* out, const float* inp,
+                                 const float* mean, const float* var, const float* gamma, long M,
+                                 int C, float eps) {
+  if (M <= 0 || C <= 0) return;
+  std::vector<double> sums(2 * static_cast<size_t>(C));
+  backward_sums(sums.data(), dgamma, dbeta, dout, inp, mean, var, nullptr, M, C, eps,
+                PendingAddRelu{dout, g, out});
+  backward_input(dinp, sums.data(), dout, inp, mean, var, gamma, nullptr, static_cast<double>(M), M,
+                 C, eps);
 }
 
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean,

@@ -40,13 +40,14 @@ constexpr int kPatch = 6;  // input patch edge
 constexpr int kPos = 36;   // transform-domain positions
 
 // The transformed filters cost 36 C K whatever the batch, the products 36 T C K for T tiles, so
-// below some tile count the filter-side transform outweighs what the products save. The forward
-// and the input gradient (which transform the weights) from kMinTiles up: on 2 AVX2 cores level
-// with oneDNN's direct convolution at 32 tiles (ResNet-50's 7x7x512 layers at batch 8) and
-// 1.2-2.2x faster from 64 up; on 2 AVX-512 cores, with the 16-lane transforms, 1.14-1.30x and
-// 1.07-1.32x faster at 32 tiles (conv_bench), 0.69-0.90x at 16. The weight gradient (whose
-// filter-side transform runs once, on dU) from kMinWeightTiles up: 1.36-1.47x at 16 tiles, but
-// 0.76-0.78x at 8 (7x7x512 at batch 2), where transforming the 36 C K of dU is most of the pass.
+// below some tile count the filter-side transform outweighs what the products save. The forward and
+// the input gradient (which transform the weights) from kMinTiles up: on 2 AVX2 cores level with
+// oneDNN's direct convolution at 32 tiles (ResNet-50's 7x7x512 layers at batch 8) and 1.2-2.2x
+// faster from 64 up; on 2 AVX-512 cores, with the 16-lane transforms, 0.95-1.30x and 1.07-1.32x at
+// 32 tiles (three conv_bench runs; in the training step those layers' forward 8 % and backward 18 %
+// faster), 0.69-0.90x at 16. The weight gradient (whose filter-side transform runs once, on dU)
+// from kMinWeightTiles up: 1.36-1.47x at 16 tiles, but 0.76-0.78x at 8 (7x7x512 at batch 2), where
+// transforming the 36 C K of dU is most of the pass.
 constexpr long kMinTiles = 32;
 constexpr long kMinWeightTiles = 16;
 

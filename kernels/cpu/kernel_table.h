@@ -28,7 +28,7 @@
 #define SG_CPU_DISPATCHED_KERNELS(X)                                                         \
   X(adamw_update) X(attention_forward) X(attention_backward) X(batchnorm_sums)               \
   X(batchnorm_stats) X(batchnorm_normalize) X(batchnorm_backward_sums)                       \
-  X(batchnorm_backward_input) X(batchnorm_update_running) X(batchnorm_forward_train) X(batchnorm_backward)            \
+  X(batchnorm_backward_input) X(batchnorm_update_running) X(batchnorm_forward_train) X(batchnorm_backward) X(batchnorm_add_relu_backward)            \
   X(classifier_loss_forward_backward) \
   X(classifier_correct) X(crossentropy_forward) X(crossentropy_backward)                     \
   X(crossentropy_forward_backward) X(crossentropy_vp_max) X(crossentropy_vp_sums)            \

@@ -137,6 +137,17 @@ class Backend {
   virtual void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
                                   const float* inp, const float* mean, const float* var,
                                   const float* gamma, long M, int C, float eps) = 0;
+  // dout = dout + g where out > 0, else 0 (add_relu_backward: a residual block's two input
+  // gradients summed and taken through the ReLU before it), then batchnorm_backward of that: the
+  // next batch norm back reads the sum as it is made. Bit for bit the two ops here, which a
+  // backend without the fused kernel runs.
+  virtual void batchnorm_add_relu_backward(float* dinp, float* dgamma, float* dbeta, float* dout,
+                                           const float* g, const float* out, const float* inp,
+                                           const float* mean, const float* var,
+                                           const float* gamma, long M, int C, float eps) {
+    add_relu_backward(dout, g, out, M * C);
+    batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, M, C, eps);
+  }
   // The pair again with the ReLU that follows it fused in: out = max(0, batch norm of inp), and
   // the backward takes dout as the gradient of that output. The backward gets the forward's
   // `out` and `beta`; a backend masks with either (CUDA: out > 0; CPU: the batch norm of inp

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "comm/communicator.h"
 #include "util/error.h"
@@ -275,15 +276,26 @@ void ResNet::unit_forward(const Unit& u, UnitActs& a, const float* x, const floa
 }
 
 void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, const float* x, float* dx,
-                           float* grads, const float* params) {
+                           float* grads, const float* params, PendingAddRelu pending) {
   Backend& be = *backend_;
   float* dconv = grad_e_;
+  const long n = u.rows() * u.conv.K;
+  // Only the plain batch norm's backward completes a pending sum in its first pass (the units a
+  // residual block ends or starts its shortcut with, which have no ReLU of their own).
+  if (pending.g != nullptr && (u.relu || sync_bn_)) {
+    be.add_relu_backward(dy, pending.g, pending.out, n);
+    pending = {nullptr, nullptr};
+  }
   if (fused_relu(u)) {
     be.batchnorm_relu_backward(dconv, grads + u.gamma, grads + u.beta, dy, a.conv, a.out, a.mean,
                                a.var, params + u.gamma, params + u.beta, u.rows(), u.conv.K,
                                family_.shape().bn_eps);
+  } else if (pending.g != nullptr) {
+    be.batchnorm_add_relu_backward(dconv, grads + u.gamma, grads + u.beta, dy, pending.g,
+                                   pending.out, a.conv, a.mean, a.var, params + u.gamma, u.rows(),
+                                   u.conv.K, family_.shape().bn_eps);
   } else {
-    if (u.relu) be.relu_backward(dy, a.out, dy, u.rows() * u.conv.K);
+    if (u.relu) be.relu_backward(dy, a.out, dy, n);
     batchnorm_train_backward(u, a, dy, dconv, grads, params);
   }
   be.conv2d_backward(dx, grads + u.weight, dconv, x, params + u.weight, u.conv);
@@ -371,6 +383,8 @@ void ResNet::backward(int slot, float* grads, const float* params, const MicroBa
   // g: the gradient of the current block's output. Block gradients ping-pong between a and b.
   float* g = grad_a_;
   float* other = grad_b_;
+  // Where the previous iteration left g's sum and ReLU to this block's first batch norm.
+  PendingAddRelu pending{};
   if (p.last) {
     be.matmul_backward(dfeatures_, grads + p.fc_weight, grads + p.fc_bias, s.logits, s.features,
                        params + p.fc_weight, p.B, p.features, p.classes);
@@ -395,7 +409,10 @@ void ResNet::backward(int slot, float* grads, const float* params, const MicroBa
     // g: the gradient of the sum (the previous iteration took it through this block's ReLU).
     if (bi + 1 == p.blocks.size()) be.relu_backward(g, acts[n_units - 1].out, g, n_out);
     // The downsample shortcut's input gradient starts the block input's.
-    if (block.downsample) unit_backward(block.shortcut, acts.back(), g, x, other, grads, params);
+    if (block.downsample) {
+      unit_backward(block.shortcut, acts.back(), g, x, other, grads, params,
+                    std::exchange(pending, {}));
+    }
     // The main branch, last unit first; its gradients ping-pong between c and d, and with an
     // identity shortcut the first unit's lands in `other`, which is free until then (g, the
     // identity's gradient, is only read by the units: the last one has no ReLU to apply in place).
@@ -404,13 +421,16 @@ void ResNet::backward(int slot, float* grads, const float* params, const MicroBa
     for (size_t i = n_units; i-- > 0;) {
       const float* unit_in = i > 0 ? acts[i - 1].out : x;
       float* dx = i == 0 && !block.downsample ? other : spare[i % 2];
-      unit_backward(block.units[i], acts[i], dy, unit_in, dx, grads, params);
+      unit_backward(block.units[i], acts[i], dy, unit_in, dx, grads, params,
+                    std::exchange(pending, {}));
       dy = dx;
     }
     // The two paths' gradients summed (the same bits either way round); where the block input
-    // is the previous block's output (x, after its ReLU), taken through that ReLU in the pass.
+    // is the previous block's output (x, after its ReLU), taken through that ReLU as well, by
+    // the previous block's first batch norm back, which reads the sum as it makes it (the
+    // buffer holding the other gradient is not written before that).
     if (bi > 0) {
-      be.add_relu_backward(other, block.downsample ? dy : g, x, n_in);
+      pending = {block.downsample ? dy : g, x};
     } else {
       be.add_inplace(other, block.downsample ? dy : g, n_in);
     }

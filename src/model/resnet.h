@@ -95,10 +95,18 @@ class ResNet final : public StageModel {
   // A residual block from its input x; its output is the last unit's `out`.
   void block_forward(const ResNetStageBlock& block, std::vector<UnitActs>& acts, const float* x,
                      const float* params, float* buffers, const ForwardOptions& options);
-  // dy: the gradient of the unit's output (may be modified: the ReLU's mask applied in place);
-  // dx (may be null): the gradient of its input, written with =.
+  // A residual block's input gradient not yet complete: dy += g and the ReLU before the block
+  // (whose output is `out`) still to be applied (Backend::add_relu_backward); the next batch
+  // norm back does it in its first pass.
+  struct PendingAddRelu {
+    const float* g;  // null: nothing pending
+    const float* out;
+  };
+  // dy: the gradient of the unit's output (may be modified: the ReLU's mask applied in place,
+  // `pending` completed in place); dx (may be null): the gradient of its input, written with =.
   void unit_backward(const Unit& u, const UnitActs& a, float* dy, const float* x, float* dx,
-                     float* grads, const float* params);
+                     float* grads, const float* params,
+                     PendingAddRelu pending = {nullptr, nullptr});
   void batchnorm_train(const Unit& u, UnitActs& a, const float* params);
   void batchnorm_train_backward(const Unit& u, const UnitActs& a, const float* dy, float* dconv,
                                 float* grads, const float* params);

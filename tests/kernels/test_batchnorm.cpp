@@ -1,6 +1,7 @@
 // Batch norm: the split functions against float64 formulas and finite differences, the fused
 // pair (with and without the ReLU fused in) against float64 and bit for bit against the split
-// functions and separate ReLU passes, and PyTorch's running-statistics update.
+// functions and separate ReLU passes, the backward with a residual block's add + ReLU taken
+// into its first pass against the two ops, and PyTorch's running-statistics update.
 #include <doctest/doctest.h>
 
 #include <omp.h>
@@ -239,6 +240,34 @@ TEST_CASE("batch norm + residual + ReLU: the batch norm then add_relu_inplace, b
   }
 }
 
+TEST_CASE("batch norm backward with a pending add + ReLU: add_relu_backward then the backward") {
+  for (const auto& [M, C] : kShapes) {
+    CAPTURE(M);
+    CAPTURE(C);
+    const size_t n = static_cast<size_t>(M) * C;
+    const auto x = random_floats(n, 71, -2.0f, 2.0f), g = random_floats(n, 72);
+    const auto out = random_floats(n, 73);  // the ReLU's output: about half of it masked
+    const auto gamma = random_floats(C, 74, 0.5f, 1.5f), beta = random_floats(C, 75);
+    std::vector<float> y(n), mean(C), var(C);
+    sg::cpu::batchnorm_forward_train(y.data(), mean.data(), var.data(), x.data(), gamma.data(),
+                                     beta.data(), nullptr, M, C, kEps, false);
+    auto acc = random_floats(n, 76), acc2 = acc;
+    std::vector<float> dx(n, 99.0f), dgamma(C, 1.0f), dbeta(C, 2.0f);
+    sg::cpu::batchnorm_add_relu_backward(dx.data(), dgamma.data(), dbeta.data(), acc.data(),
+                                         g.data(), out.data(), x.data(), mean.data(), var.data(),
+                                         gamma.data(), M, C, kEps);
+    std::vector<float> dx2(n), dgamma2(C, 1.0f), dbeta2(C, 2.0f);
+    sg::cpu::add_relu_backward(acc2.data(), g.data(), out.data(), static_cast<long>(n));
+    sg::cpu::batchnorm_backward(dx2.data(), dgamma2.data(), dbeta2.data(), acc2.data(), x.data(),
+                                mean.data(), var.data(), gamma.data(), nullptr, M, C, kEps, false);
+    CHECK(std::count(acc2.begin(), acc2.end(), 0.0f) > 0);
+    CHECK(acc == acc2);  // the sum left in place, as the shortcut's path reads it next
+    CHECK(dx == dx2);
+    CHECK(dgamma == dgamma2);
+    CHECK(dbeta == dbeta2);
+  }
+}
+
 TEST_CASE("CPU backend: the fused residual ops are Backend's compositions, bit for bit") {
   sg::Backend& be = sg::cpu_backend();
   const long M = 300;
@@ -259,6 +288,18 @@ TEST_CASE("CPU backend: the fused residual ops are Backend's compositions, bit f
   be.Backend::add_relu_backward(acc2.data(), r.data(), y.data(), static_cast<long>(n));
   CHECK(acc == acc2);
   CHECK(std::count(acc.begin(), acc.end(), 0.0f) > 0);
+  const auto dy = random_floats(n, 66);
+  auto sum = dy, sum2 = dy;
+  std::vector<float> dx(n), dg(C, 0.0f), db(C, 0.0f), dx2(n), dg2(C, 0.0f), db2(C, 0.0f);
+  be.batchnorm_add_relu_backward(dx.data(), dg.data(), db.data(), sum.data(), r.data(), y.data(),
+                                 x.data(), mean.data(), var.data(), gamma.data(), M, C, kEps);
+  be.Backend::batchnorm_add_relu_backward(dx2.data(), dg2.data(), db2.data(), sum2.data(),
+                                          r.data(), y.data(), x.data(), mean.data(), var.data(),
+                                          gamma.data(), M, C, kEps);
+  CHECK(sum == sum2);
+  CHECK(dx == dx2);
+  CHECK(dg == dg2);
+  CHECK(db == db2);
 }
 
 TEST_CASE("fused batch norm pair: no rows or no channels write nothing") {

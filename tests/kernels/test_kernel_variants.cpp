@@ -142,6 +142,7 @@ TEST_CASE("kernel variants: batch norm with and without the ReLU fused in") {
     const size_t n = size_t(M) * Cb;
     const auto x = random_floats(n, 15), dy = random_floats(n, 16);
     const auto gamma = random_floats(Cb, 17), beta = random_floats(Cb, 18);
+    const auto g = random_floats(n, 19);  // the other gradient of a pending add + ReLU
     expect_variants_agree("batch norm (+ ReLU)", [&](const cpu::KernelTable& k) {
       std::vector<std::vector<float>> outs;
       for (const bool relu : {false, true}) {
@@ -162,6 +163,14 @@ TEST_CASE("kernel variants: batch norm with and without the ReLU fused in") {
         }
         for (auto* v : {&y, &mean, &var, &dx, &dg, &db}) outs.push_back(*v);
       }
+      // The backward with a residual block's add + ReLU taken into its first pass.
+      std::vector<float> y(n), mean(Cb), var(Cb), dx(n), dg(Cb, 0.f), db(Cb, 0.f), sum = dy;
+      k.batchnorm_forward_train(y.data(), mean.data(), var.data(), x.data(), gamma.data(),
+                                beta.data(), nullptr, M, Cb, 1e-5f, false);
+      k.batchnorm_add_relu_backward(dx.data(), dg.data(), db.data(), sum.data(), g.data(),
+                                    y.data(), x.data(), mean.data(), var.data(), gamma.data(), M,
+                                    Cb, 1e-5f);
+      for (auto* v : {&sum, &dx, &dg, &db}) outs.push_back(*v);
       return outs;
     });
   }
