@@ -319,12 +319,16 @@ bool winograd_fits(const Conv2dShape& s) {
          s.K % 8 == 0;
 }
 
+namespace {
+long batch_tiles(const Conv2dShape& s) { return s.N * tiling_of(s.P(), s.Q()).per_image(); }
+}  // namespace
+
 bool winograd_applies(const Conv2dShape& s) {
-  return winograd_fits(s) && s.N * tiling_of(s.P(), s.Q()).per_image() >= kMinTiles;
+  return winograd_fits(s) && batch_tiles(s) >= kMinTiles;
 }
 
 bool winograd_weights_applies(const Conv2dShape& s) {
-  return winograd_fits(s) && s.N * tiling_of(s.P(), s.Q()).per_image() >= kMinWeightTiles;
+  return winograd_fits(s) && batch_tiles(s) >= kMinWeightTiles;
 }
 
 void conv2d_winograd_forward(float* out, const float* inp, const float* weight,
