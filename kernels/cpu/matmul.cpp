@@ -1,13 +1,23 @@
 // Linear layer on the CPU through sgemm. See kernels/matmul.h for the contract.
 //
 // Which library runs a product is chosen by its shape, by a fixed rule (every process makes the
-// same choice, so runs stay reproducible): the language-model head's vocabulary-sized products
-// (at least kOnednnMinOutputs outputs and kOnednnMinRows rows) go to oneDNN's sgemm, every other
-// product to OpenBLAS. Measured inside the GPT bench's training step (2 AVX2 cores, 1024 rows,
-// 384 wide, 50257 outputs; docs/performance.md): all matmul forwards 5.5-5.7 s instead of
-// 6.0-6.5 s per 10 steps, backwards 9.3-10.0 instead of 9.9-10.8 (the forward and the weight
-// gradient); the layers' products were no faster on oneDNN. The input gradient (inner dimension
-// the vocabulary) joined later, in fixed bands of rows, see onednn_bands.
+// same choice, so runs stay reproducible), and every product is cut into pieces fixed by its
+// shape, one single-threaded call each, so that its bits do not depend on the thread count:
+// - the language-model head's vocabulary-sized products (at least kOnednnMinOutputs outputs and
+//   kOnednnMinRows rows) go to oneDNN's sgemm in bands of kOnednnBand output columns (the input
+//   gradient, whose inner dimension is the vocabulary, in bands of kOnednnRowBand rows).
+//   Measured inside the GPT bench's training step (2 AVX2 cores, 1024 rows, 384 wide, 50257
+//   outputs; docs/performance.md): all matmul forwards 5.5-5.7 s instead of 6.0-6.5 s per 10
+//   steps, backwards 9.3-10.0 instead of 9.9-10.8.
+// - the other products' gradients with at least 2 x kOnednnRowBand rows (a transformer layer's,
+//   at a training batch) go to oneDNN's sgemm too: the input gradient in bands of
+//   kOnednnRowBand rows, the weight gradient in bands of kLayerWeightBand output columns. On the
+//   AMD EPYC (Zen 4, AVX-512) of 2026-12-03 the GPT bench's layer backwards took 12 % less time
+//   than on threaded OpenBLAS (the forwards in the same row bands were level, so they stay);
+//   on the Intel Xeon (Emerald Rapids) of 2026-12-02 such bands had been level with OpenBLAS
+//   (docs/performance.md).
+// - the rest (forwards; few rows: sampling, small batches) to threaded OpenBLAS, which never
+//   splits the inner dimension, so its bits do not depend on the thread count either.
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -36,6 +46,15 @@ bool onednn_product(int N, int OC) { return OC >= kOnednnMinOutputs && N >= kOne
 // 163; docs/performance.md).
 constexpr int kOnednnBand = 1024;
 constexpr int kOnednnRowBand = 256;
+// A layer's weight gradient (384-1536 outputs at the bench): bands of 64 columns leave work for
+// several threads. Bands of 32, 128 and 192 were level in the step.
+constexpr int kLayerWeightBand = 64;
+
+// A product that is not the head's, with rows enough for two bands: its gradients go to oneDNN
+// (see the file comment).
+bool onednn_layer_product(int N, int OC) {
+  return !onednn_product(N, OC) && N >= 2 * kOnednnRowBand;
+}
 
 // band(i0, width) -> the oneDNN status of the call for [i0, i0 + width) of total (columns or
 // rows); throws after the parallel region (an exception must not leave it) if any call failed.
@@ -82,7 +101,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   if (dinp != nullptr) {
     // dinp (N,C) = dout (N,OC) @ weight (OC,C). Its inner dimension is OC, which neither path
     // splits between threads: oneDNN's calls take whole rows, OpenBLAS splits rows and columns.
-    if (onednn_product(N, OC)) {
+    if (onednn_product(N, OC) || onednn_layer_product(N, OC)) {
       onednn_bands(N, kOnednnRowBand, [&](int i0, int rows) {
         return onednn_sgemm('N', 'N', rows, C, OC, 1.0f, dout + static_cast<long>(i0) * OC, OC,
                             weight, C, 0.0f, dinp + static_cast<long>(i0) * C, C);
@@ -95,6 +114,11 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   // dweight (OC,C) += dout^T (OC,N) @ inp (N,C)
   if (onednn_product(N, OC)) {
     onednn_bands(OC, kOnednnBand, [&](int o0, int width) {
+      return onednn_sgemm('T', 'N', width, C, N, 1.0f, dout + o0, OC, inp, C, 1.0f,
+                          dweight + static_cast<long>(o0) * C, C);
+    });
+  } else if (onednn_layer_product(N, OC)) {
+    onednn_bands(OC, kLayerWeightBand, [&](int o0, int width) {
       return onednn_sgemm('T', 'N', width, C, N, 1.0f, dout + o0, OC, inp, C, 1.0f,
                           dweight + static_cast<long>(o0) * C, C);
     });

@@ -112,13 +112,12 @@ TEST_CASE("matmul at a transformer shape with many rows") {
   CHECK_CLOSE(dbias.data(), ref_dbias.data(), dbias.size(), (Tolerance{1e-4, 1e-4}), "dbias");
 }
 
-TEST_CASE("matmul at a language-model head's shape (oneDNN's sgemm): float64, thread counts") {
-  // 16400 outputs and 600 rows take the oneDNN path (kernels/cpu/matmul.cpp): 17 bands of
-  // output columns, the last partial, and for the input gradient 3 bands of rows, the last
-  // partial. The results must match float64 and be the same bits for any thread count.
-  constexpr int n = 600, c = 24, oc = 16400;
+// Forward and both gradients (with a bias where `with_bias`) against float64, on 1, 2 and 3
+// threads, which must give the same bits. `dinp_tol`: dinp sums OC terms.
+void check_matmul_shape_across_threads(int n, int c, int oc, bool with_bias, Tolerance dinp_tol) {
   const auto inp = random_floats(n * c, 20);
   const auto weight = random_floats(static_cast<size_t>(oc) * c, 21);
+  const auto bias = random_floats(oc, 25);
   const auto dout = random_floats(static_cast<size_t>(n) * oc, 22);
   const auto dinp0 = random_floats(n * c, 23);
   const auto dweight0 = random_floats(static_cast<size_t>(oc) * c, 24);
@@ -126,7 +125,7 @@ TEST_CASE("matmul at a language-model head's shape (oneDNN's sgemm): float64, th
       ref_dweight(static_cast<size_t>(oc) * c, 0.0);
   for (int i = 0; i < n; ++i)
     for (int o = 0; o < oc; ++o) {
-      double sum = 0.0;
+      double sum = with_bias ? bias[o] : 0.0;
       const double g = dout[static_cast<size_t>(i) * oc + o];
       for (int k = 0; k < c; ++k) {
         sum += double{inp[i * c + k]} * weight[static_cast<size_t>(o) * c + k];
@@ -143,13 +142,14 @@ TEST_CASE("matmul at a language-model head's shape (oneDNN's sgemm): float64, th
     CAPTURE(threads);
     omp_set_num_threads(threads);
     std::vector<float> out(static_cast<size_t>(n) * oc, 5.0f);
-    sg::cpu::matmul_forward(out.data(), inp.data(), weight.data(), nullptr, n, c, oc);
+    sg::cpu::matmul_forward(out.data(), inp.data(), weight.data(),
+                            with_bias ? bias.data() : nullptr, n, c, oc);
     auto dinp = dinp0, dweight = dweight0;
     sg::cpu::matmul_backward(dinp.data(), dweight.data(), nullptr, dout.data(), inp.data(),
                              weight.data(), n, c, oc);
     CHECK_CLOSE(out.data(), ref.data(), out.size(), kFp32, "out");
-    // Sums of 16400 terms (dinp) and 600 (dweight) of size ~1.
-    CHECK_CLOSE(dinp.data(), e_dinp.data(), dinp.size(), (Tolerance{1e-3, 1e-4}), "dinp");
+    CHECK_CLOSE(dinp.data(), e_dinp.data(), dinp.size(), dinp_tol, "dinp");
+    // Sums of n terms of size ~1.
     CHECK_CLOSE(dweight.data(), e_dweight.data(), dweight.size(), kFp32, "dweight");
     if (first.empty()) {
       first = {out, dinp, dweight};
@@ -160,4 +160,18 @@ TEST_CASE("matmul at a language-model head's shape (oneDNN's sgemm): float64, th
     }
   }
   omp_set_num_threads(threads_before);
+}
+
+TEST_CASE("matmul at a language-model head's shape (oneDNN's sgemm): float64, thread counts") {
+  // 16400 outputs and 600 rows take the head's oneDNN path (kernels/cpu/matmul.cpp): 17 bands
+  // of output columns, the last partial, and for the input gradient 3 bands of rows, the last
+  // partial. The results must match float64 and be the same bits for any thread count.
+  check_matmul_shape_across_threads(600, 24, 16400, false, Tolerance{1e-3, 1e-4});
+}
+
+TEST_CASE("matmul gradients at a layer's shape with 512 rows or more (oneDNN): float64, threads") {
+  // 600 rows take the layers' oneDNN path for the gradients: 3 bands of rows for the input
+  // gradient, the last partial, and 4 bands of output columns for the weight gradient, the last
+  // partial (200 = 3 x 64 + 8). The forward (bias included) is OpenBLAS's.
+  check_matmul_shape_across_threads(600, 96, 200, true, kFp32);
 }
