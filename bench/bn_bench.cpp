@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/kernel_table.h"
@@ -45,11 +46,18 @@ std::vector<Shape> resnet50_batchnorms() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int N = argc > 1 ? std::atoi(argv[1]) : 8;
-  if (N < 1) {
-    std::fprintf(stderr, "bn_bench: the batch must be a positive integer\n");
+  if (argc > 1 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0)) {
+    std::printf("usage: bn_bench [BATCH]   (default 8)\n");
+    return 0;
+  }
+  char* end = nullptr;
+  const long parsed = argc > 1 ? std::strtol(argv[1], &end, 10) : 8;
+  if (argc > 2 || (argc > 1 && (end == argv[1] || *end != '\0')) || parsed < 1 || parsed > 4096) {
+    std::fprintf(stderr, "bn_bench: the batch must be one positive integer (usage: bn_bench "
+                         "[BATCH])\n");
     return 2;
   }
+  const int N = static_cast<int>(parsed);
   const sg::cpu::KernelTable& k = sg::cpu::kernels();
   // Every shape's tensors at once (1.4 GB at batch 8), each pass run over all of them in turn as
   // a step does, so each call finds its data in memory, not in cache.

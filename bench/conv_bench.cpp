@@ -87,7 +87,21 @@ void print_row(const std::string& head, const Passes& d, const Passes& g) {
 int main(int argc, char** argv) {
   sg::reexec_with_best_blas_core(argv);
   std::vector<int> batches;
-  for (int i = 1; i < argc; ++i) batches.push_back(std::atoi(argv[i]));
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::printf("usage: conv_bench [BATCH ...]   (default 8; e.g. conv_bench 4 8 16)\n");
+      return 0;
+    }
+    char* end = nullptr;
+    const long batch = std::strtol(argv[i], &end, 10);
+    if (end == argv[i] || *end != '\0' || batch < 1 || batch > 4096) {
+      std::fprintf(stderr, "conv_bench: a batch must be a positive integer, not '%s' (usage: "
+                           "conv_bench [BATCH ...])\n", argv[i]);
+      return 2;
+    }
+    batches.push_back(static_cast<int>(batch));
+  }
   if (batches.empty()) batches.push_back(8);
   const sg::cpu::ConvAlgorithms direct{false, false}, gemm{false, true};
   std::printf("kernels %s; ms per call, median of %d\n\n", sg::cpu::kernels().isa, kReps);
