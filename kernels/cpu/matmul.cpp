@@ -1,8 +1,8 @@
 // Linear layer on the CPU through sgemm. See kernels/matmul.h for the contract.
 //
 // Which library runs a product is chosen by its shape, by a fixed rule (every process makes the
-// same choice, so runs stay reproducible), and every product is cut into pieces fixed by its
-// shape, one single-threaded call each, so that its bits do not depend on the thread count:
+// same choice, so runs stay reproducible), and no product's bits depend on the thread count
+// (oneDNN's are cut into bands fixed by the shape, one single-threaded call each):
 // - the language-model head's vocabulary-sized products (at least kOnednnMinOutputs outputs and
 //   kOnednnMinRows rows) go to oneDNN's sgemm in bands of kOnednnBand output columns (the input
 //   gradient, whose inner dimension is the vocabulary, in bands of kOnednnRowBand rows).
@@ -50,11 +50,9 @@ constexpr int kOnednnRowBand = 256;
 // several threads. Bands of 32, 128 and 192 were level in the step.
 constexpr int kLayerWeightBand = 64;
 
-// A product that is not the head's, with rows enough for two bands: its gradients go to oneDNN
+// The head's gradients, and those of any product with rows enough for two bands, go to oneDNN
 // (see the file comment).
-bool onednn_layer_product(int N, int OC) {
-  return !onednn_product(N, OC) && N >= 2 * kOnednnRowBand;
-}
+bool onednn_gradients(int N, int OC) { return onednn_product(N, OC) || N >= 2 * kOnednnRowBand; }
 
 // band(i0, width) -> the oneDNN status of the call for [i0, i0 + width) of total (columns or
 // rows); throws after the parallel region (an exception must not leave it) if any call failed.
@@ -101,7 +99,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   if (dinp != nullptr) {
     // dinp (N,C) = dout (N,OC) @ weight (OC,C). Its inner dimension is OC, which neither path
     // splits between threads: oneDNN's calls take whole rows, OpenBLAS splits rows and columns.
-    if (onednn_product(N, OC) || onednn_layer_product(N, OC)) {
+    if (onednn_gradients(N, OC)) {
       onednn_bands(N, kOnednnRowBand, [&](int i0, int rows) {
         return onednn_sgemm('N', 'N', rows, C, OC, 1.0f, dout + static_cast<long>(i0) * OC, OC,
                             weight, C, 0.0f, dinp + static_cast<long>(i0) * C, C);
@@ -112,13 +110,9 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     }
   }
   // dweight (OC,C) += dout^T (OC,N) @ inp (N,C)
-  if (onednn_product(N, OC)) {
-    onednn_bands(OC, kOnednnBand, [&](int o0, int width) {
-      return onednn_sgemm('T', 'N', width, C, N, 1.0f, dout + o0, OC, inp, C, 1.0f,
-                          dweight + static_cast<long>(o0) * C, C);
-    });
-  } else if (onednn_layer_product(N, OC)) {
-    onednn_bands(OC, kLayerWeightBand, [&](int o0, int width) {
+  if (onednn_gradients(N, OC)) {
+    const int band = onednn_product(N, OC) ? kOnednnBand : kLayerWeightBand;
+    onednn_bands(OC, band, [&](int o0, int width) {
       return onednn_sgemm('T', 'N', width, C, N, 1.0f, dout + o0, OC, inp, C, 1.0f,
                           dweight + static_cast<long>(o0) * C, C);
     });
