@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "bench/batch_arg.h"
 #include "kernels/cpu/kernel_table.h"
 
 namespace {
@@ -50,14 +51,12 @@ int main(int argc, char** argv) {
     std::printf("usage: bn_bench [BATCH]   (default 8)\n");
     return 0;
   }
-  char* end = nullptr;
-  const long parsed = argc > 1 ? std::strtol(argv[1], &end, 10) : 8;
-  if (argc > 2 || (argc > 1 && (end == argv[1] || *end != '\0')) || parsed < 1 || parsed > 4096) {
+  int N = 8;
+  if (argc > 2 || (argc > 1 && !sg::bench::parse_batch(argv[1], &N))) {
     std::fprintf(stderr, "bn_bench: the batch must be one positive integer (usage: bn_bench "
                          "[BATCH])\n");
     return 2;
   }
-  const int N = static_cast<int>(parsed);
   const sg::cpu::KernelTable& k = sg::cpu::kernels();
   // Every shape's tensors at once (1.4 GB at batch 8), each pass run over all of them in turn as
   // a step does, so each call finds its data in memory, not in cache.

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/blas_core.h"
+#include "bench/batch_arg.h"
 #include "kernels/conv2d.h"
 #include "kernels/cpu/kernel_table.h"
 
@@ -93,14 +94,13 @@ int main(int argc, char** argv) {
       std::printf("usage: conv_bench [BATCH ...]   (default 8; e.g. conv_bench 4 8 16)\n");
       return 0;
     }
-    char* end = nullptr;
-    const long batch = std::strtol(argv[i], &end, 10);
-    if (end == argv[i] || *end != '\0' || batch < 1 || batch > 4096) {
+    int batch = 0;
+    if (!sg::bench::parse_batch(argv[i], &batch)) {
       std::fprintf(stderr, "conv_bench: a batch must be a positive integer, not '%s' (usage: "
                            "conv_bench [BATCH ...])\n", argv[i]);
       return 2;
     }
-    batches.push_back(static_cast<int>(batch));
+    batches.push_back(batch);
   }
   if (batches.empty()) batches.push_back(8);
   const sg::cpu::ConvAlgorithms direct{false, false}, gemm{false, true};

@@ -2,8 +2,7 @@
 // Linear layer: out = inp @ weight^T + bias, weight stored (OC, C) as in llm.c / nn.Linear.
 // Implemented with sgemm (oneDNN in fixed bands for a language-model head's vocabulary-sized
 // products and for the gradients of products of 512 rows or more, OpenBLAS for the rest:
-// kernels/cpu/matmul.cpp);
-// bias may be null. The results are the same bits for any thread count.
+// kernels/cpu/matmul.cpp); bias may be null. The results are the same bits for any thread count.
 
 #include "kernels/cpu/isa.h"
 

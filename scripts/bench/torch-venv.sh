@@ -9,6 +9,15 @@
 # not import (torchvision), held to the torch already there so that pip does not replace it.
 # Returns non-zero, having said why on stderr, where that cannot be done. <who> prefixes the
 # messages.
+# pip install into <venv>: CPU wheels from download.pytorch.org where reachable, else PyPI's.
+pip_install_torch_wheels() {
+  local venv=$1
+  shift
+  "$venv/bin/pip" install --timeout 20 --retries 1 \
+      --index-url https://download.pytorch.org/whl/cpu "$@" >&2 ||
+    "$venv/bin/pip" install "$@" >&2
+}
+
 ensure_torch_venv() {
   local who=$1 venv=$2 python=$3
   shift 3
@@ -24,9 +33,7 @@ ensure_torch_venv() {
       echo "$who: '$python -m venv' failed (Debian needs python3-venv)" >&2
       return 1
     fi
-    "$venv/bin/pip" install --timeout 20 --retries 1 \
-        --index-url https://download.pytorch.org/whl/cpu torch >&2 ||
-      "$venv/bin/pip" install torch >&2 || return 1
+    pip_install_torch_wheels "$venv" torch || return 1
     "$py" -c 'import torch' >&2 || return 1
   fi
   local module torch_version
@@ -34,9 +41,7 @@ ensure_torch_venv() {
     "$py" -c "import $module" 2>/dev/null && continue
     torch_version=$("$py" -c 'import importlib.metadata as m; print(m.version("torch"))') || return 1
     echo "$who: installing $module for torch $torch_version into $venv..." >&2
-    "$venv/bin/pip" install --timeout 20 --retries 1 \
-        --index-url https://download.pytorch.org/whl/cpu "$module" "torch==$torch_version" >&2 ||
-      "$venv/bin/pip" install "$module" "torch==$torch_version" >&2 || return 1
+    pip_install_torch_wheels "$venv" "$module" "torch==$torch_version" || return 1
     "$py" -c "import $module" >&2 || return 1
   done
 }
