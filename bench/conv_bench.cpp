@@ -76,10 +76,11 @@ Passes time_passes(const sg::Conv2dShape& s, const sg::cpu::ConvAlgorithms& chos
                     cold)};
 }
 
-void print_row(const std::string& head, const Passes& d, const Passes& g) {
-  std::printf("| %s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.2fx / %.2fx / %.2fx |\n",
+// One table row; with end_line false the row stays open for another column.
+void print_row(const std::string& head, const Passes& d, const Passes& g, bool end_line = true) {
+  std::printf("| %s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.2fx / %.2fx / %.2fx |%s",
               head.c_str(), d.fwd, d.data, d.weights, g.fwd, g.data, g.weights, d.fwd / g.fwd,
-              d.data / g.data, d.weights / g.weights);
+              d.data / g.data, d.weights / g.weights, end_line ? "\n" : "");
   std::fflush(stdout);
 }
 
@@ -151,9 +152,10 @@ int main(int argc, char** argv) {
   // 7x7x512 ones below Winograd's tiles), each call's data from memory.
   using sg::cpu::SpatialLayout;
   const sg::cpu::ConvAlgorithms blocked{false, false, SpatialLayout::blocked},
-      nhwc{false, false, SpatialLayout::nhwc};
+      nhwc{false, false, SpatialLayout::nhwc}, nhwc_product{false, true, SpatialLayout::nhwc};
   std::printf("\n| batch | HxW | C -> K | stride | blocked fwd / data / weights | NHWC fwd / data / "
-              "weights | blocked / NHWC |\n|---|---|---|---|---|---|---|\n");
+              "weights | blocked / NHWC | weights as a product (blocked, NHWC / product) "
+              "|\n|---|---|---|---|---|---|---|---|\n");
   const int spatial[][4] = {{56, 128, 128, 2}, {28, 256, 256, 2}, {14, 512, 512, 2},
                             {7, 512, 512, 1},  {56, 64, 128, 2},  {28, 128, 256, 2},
                             {14, 256, 512, 2}};
@@ -162,10 +164,18 @@ int main(int argc, char** argv) {
       sg::Conv2dShape s;
       s.N = batch, s.H = s.W = layer[0], s.C = layer[1], s.K = layer[2], s.R = s.S = 3, s.pad = 1;
       s.stride = layer[3];
+      const Passes b = time_passes(s, blocked, true), n = time_passes(s, nhwc, true);
       print_row(std::to_string(batch) + " | " + std::to_string(s.H) + "x" + std::to_string(s.W) +
                     " | " + std::to_string(s.C) + " -> " + std::to_string(s.K) + " | " +
                     std::to_string(s.stride),
-                time_passes(s, blocked, true), time_passes(s, nhwc, true));
+                b, n, false);
+      if (sg::cpu::conv2d_im2col_weights_applies(s)) {
+        const double p = time_passes(s, nhwc_product, true).weights;
+        std::printf(" %.2f (%.2fx, %.2fx) |\n", p, b.weights / p, n.weights / p);
+      } else {
+        std::printf(" (direct) |\n");
+      }
+      std::fflush(stdout);
     }
   }
 }

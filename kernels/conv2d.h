@@ -51,9 +51,16 @@ void conv2d_1x1_backward_data(float* dinp, const float* dout, const float* weigh
                               const Conv2dShape& s);
 void conv2d_1x1_backward_weights(float* dweight, const float* dout, const float* inp,
                                  const Conv2dShape& s);
+// The weight gradient of a strided spatial layer (stride > 1, a kernel wider than 1x1, ungrouped,
+// at least 16 input channels: conv2d_im2col_weights_applies) as one product over the gathered
+// input windows (kernels/cpu/conv2d_im2col.cpp): conv2d_backward_weights' contract.
+bool conv2d_im2col_weights_applies(const Conv2dShape& s);
+void conv2d_im2col_backward_weights(float* dweight, const float* dout, const float* inp,
+                                    const Conv2dShape& s);
 
 // Which layers the CPU convolution takes off oneDNN's direct kernels: the 3x3 stride-1 ones to
-// Winograd (winograd_applies), the 1x1 ones to a matrix product (conv2d_1x1_fits).
+// Winograd (winograd_applies), to matrix products (`gemm`) the 1x1 ones (conv2d_1x1_fits) and
+// the strided spatial ones' weight gradients (conv2d_im2col_weights_applies).
 // The spatial (3x3, 7x7) layers left to oneDNN's direct kernels run either on its channel-blocked
 // layout, their activations reordered in and out around each call, or on the NHWC tensors as
 // they are: by_isa picks per shape by a fixed rule for the instruction set oneDNN runs
@@ -61,12 +68,12 @@ void conv2d_1x1_backward_weights(float* dweight, const float* dout, const float*
 enum class SpatialLayout { by_isa, blocked, nhwc };
 struct ConvAlgorithms {
   bool winograd = true;
-  bool gemm_1x1 = true;
+  bool gemm = true;
   SpatialLayout spatial_layout = SpatialLayout::by_isa;
   bool operator==(const ConvAlgorithms&) const = default;
 };
 // SINGULARITY_CONV's value (null when unset): unset, empty or "auto" both; "winograd" or "gemm"
-// only that one; "direct" neither (every layer by oneDNN). Any other value is a RunError saying
+// (the products) only that one; "direct" neither (every layer by oneDNN). Any other value is a RunError saying
 // which exist.
 ConvAlgorithms conv_algorithms_from_env(const char* value);
 // The process's choice: SINGULARITY_CONV's, read on first use, until set_conv_algorithms (tests

@@ -20,7 +20,10 @@
 //    7x7x512 layers below batch 8) only their weight gradient;
 //  - the 1x1 layers to a matrix product on oneDNN's sgemm (kernels/cpu/conv2d_gemm.cpp),
 //    5-16 % faster per pass inside the ResNet-50 step than oneDNN's jit_1x1
-//    (docs/performance.md).
+//    (docs/performance.md);
+//  - the strided spatial layers' weight gradients to one product over the gathered input windows
+//    (kernels/cpu/conv2d_im2col.cpp): ResNet-50's three 3x3 stride-2 layers in 0.54-0.86x the
+//    direct pass's time on 2 AVX-512 cores.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -202,7 +205,10 @@ bool by_winograd(const Conv2dShape& s) { return chosen_algorithms().winograd && 
 bool by_winograd_weights(const Conv2dShape& s) {
   return chosen_algorithms().winograd && winograd_weights_applies(s);
 }
-bool by_gemm(const Conv2dShape& s) { return chosen_algorithms().gemm_1x1 && conv2d_1x1_fits(s); }
+bool by_gemm(const Conv2dShape& s) { return chosen_algorithms().gemm && conv2d_1x1_fits(s); }
+bool by_im2col_weights(const Conv2dShape& s) {
+  return chosen_algorithms().gemm && conv2d_im2col_weights_applies(s);
+}
 
 }  // namespace
 
@@ -298,7 +304,8 @@ void conv2d_backward(float* dinp, float* dweight, const float* dout, const float
   checked("convolution backward", [&] {
     // The forward's layouts are the backward passes' too, so dout is reordered once for both
     // (and not at all when only the weight gradient is wanted and it runs elsewhere).
-    const bool weights_elsewhere = gemm_weights(s) || by_winograd_weights(s);
+    const bool weights_elsewhere =
+        gemm_weights(s) || by_winograd_weights(s) || by_im2col_weights(s);
     memory diff_dst;
     if (dinp != nullptr || (dweight != nullptr && !weights_elsewhere)) {
       diff_dst = as_layout(c.user_dst, c.bwd_data_pd.diff_dst_desc(), dout, 0);
@@ -308,6 +315,8 @@ void conv2d_backward(float* dinp, float* dweight, const float* dout, const float
         conv2d_1x1_backward_weights(dweight, dout, inp, s);
       } else if (by_winograd_weights(s)) {
         kernels().conv2d_winograd_backward_weights(dweight, dout, inp, s);
+      } else if (by_im2col_weights(s)) {
+        conv2d_im2col_backward_weights(dweight, dout, inp, s);
       } else {
         backward_weights(c, dweight, diff_dst, inp, s);
       }
