@@ -183,6 +183,21 @@ int main(int argc, char** argv) {
     report_bytes("residual fwd", tf, 3.0 * n * kF);
     report_bytes("residual bwd", tb, 5.0 * n * kF);
     step_seconds += 2 * L * (tf + tb);
+    // The MLP's residual and norm in one pass (the model's, once a layer), against the two ops.
+    auto w = filled(C), bias = filled(C), ln = filled(n);
+    std::vector<float> mean(N), rstd(N);
+    const double t2 = time_best([&] {
+      sg::cpu::kernels().residual_forward(out.data(), a.data(), b.data(), n);
+      sg::cpu::kernels().layernorm_forward(ln.data(), mean.data(), rstd.data(), out.data(),
+                                           w.data(), bias.data(), N, C);
+    });
+    const double t1 = time_best([&] {
+      sg::cpu::kernels().residual_layernorm_forward(out.data(), ln.data(), mean.data(),
+                                                    rstd.data(), a.data(), b.data(), w.data(),
+                                                    bias.data(), N, C);
+    });
+    report_bytes("residual, then layernorm fwd", t2, 5.0 * n * kF);
+    report_bytes("residual+layernorm fwd", t1, 4.0 * n * kF);
   }
   if (want("encoder")) {
     auto wte = filled(std::size_t(Vp) * C), wpe = filled(std::size_t(1024) * C);

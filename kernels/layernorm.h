@@ -14,6 +14,18 @@ void layernorm_forward(float* out,          // (N,C)
                        const float* bias,   // (C)
                        int N, int C);
 
+// residual = a + b, then out = layernorm(residual): a residual connection and the norm after it
+// in one pass, bit for bit residual_forward followed by layernorm_forward.
+void residual_layernorm_forward(float* residual,     // (N,C) = a + b
+                                float* out,          // (N,C)
+                                float* mean,         // (N)
+                                float* rstd,         // (N)
+                                const float* a,      // (N,C)
+                                const float* b,      // (N,C)
+                                const float* weight, // (C)
+                                const float* bias,   // (C)
+                                int N, int C);
+
 void layernorm_backward(float* dinp,          // (N,C) +=
                         float* dweight,       // (C)   +=
                         float* dbias,         // (C)   +=

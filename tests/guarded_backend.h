@@ -141,6 +141,11 @@ class GuardedBackend final : public Backend {
     inner_.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
   }
 
+  void residual_layernorm_forward(float* residual, float* out, float* mean, float* rstd, const float* a, const float* b, const float* weight, const float* bias, int N, int C) override {
+    const Unlocked open(*this);
+    inner_.residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
+  }
+
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C) override {
     const Unlocked open(*this);
     inner_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);

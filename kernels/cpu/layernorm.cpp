@@ -11,35 +11,60 @@
 
 namespace sg::cpu::inline SG_CPU_ISA {
 
+namespace {
+
+// One row: y = (x - mean) * rstd * weight + bias, returning mean and rstd.
+inline void layernorm_row(float* y, float* mean, float* rstd, const float* x, const float* weight,
+                          const float* bias, int C) {
+  constexpr float eps = 1e-5f;
+  // Two passes (mean, then centred squares), accumulated in double: a row whose mean is large
+  // against its spread (outlier channels of the residual stream) would otherwise lose digits
+  // of the mean in a float sum. The row is in L1 by the second pass; the cost is small.
+  double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+  for (int c = 0; c < C; ++c) sum += x[c];
+  // The mean as a float pair m + m_low: x - m is exact for x near m, so (x - m) - m_low keeps
+  // the digits that rounding the mean to float would lose.
+  const double mean_exact = sum / C;
+  const float m = static_cast<float>(mean_exact);
+  const float m_low = static_cast<float>(mean_exact - m);
+  double sum_sq = 0.0;
+#pragma omp simd reduction(+ : sum_sq)
+  for (int c = 0; c < C; ++c) {
+    const double d = static_cast<double>(x[c]) - mean_exact;
+    sum_sq += d * d;
+  }
+  const float s = static_cast<float>(1.0 / std::sqrt(sum_sq / C + eps));
+#pragma omp simd
+  for (int c = 0; c < C; ++c) y[c] = ((x[c] - m) - m_low) * s * weight[c] + bias[c];
+  *mean = m;
+  *rstd = s;
+}
+
+}  // namespace
+
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int N, int C) {
-  constexpr float eps = 1e-5f;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
-    const float* x = inp + static_cast<long>(n) * C;  // (C)
-    float* y = out + static_cast<long>(n) * C;        // (C)
-    // Two passes (mean, then centred squares), accumulated in double: a row whose mean is large
-    // against its spread (outlier channels of the residual stream) would otherwise lose digits
-    // of the mean in a float sum. The row is in L1 by the second pass; the cost is small.
-    double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < C; ++c) sum += x[c];
-    // The mean as a float pair m + m_low: x - m is exact for x near m, so (x - m) - m_low keeps
-    // the digits that rounding the mean to float would lose.
-    const double mean_exact = sum / C;
-    const float m = static_cast<float>(mean_exact);
-    const float m_low = static_cast<float>(mean_exact - m);
-    double sum_sq = 0.0;
-#pragma omp simd reduction(+ : sum_sq)
-    for (int c = 0; c < C; ++c) {
-      const double d = static_cast<double>(x[c]) - mean_exact;
-      sum_sq += d * d;
-    }
-    const float s = static_cast<float>(1.0 / std::sqrt(sum_sq / C + eps));
+    const long row = static_cast<long>(n) * C;
+    layernorm_row(out + row, mean + n, rstd + n, inp + row, weight, bias, C);
+  }
+}
+
+void residual_layernorm_forward(float* residual, float* out, float* mean, float* rstd,
+                                const float* a, const float* b, const float* weight,
+                                const float* bias, int N, int C) {
+  // Each row's sum is written and normalised while it is in L1: one pass over the residual
+  // stream instead of two. The sum is rounded to float before the norm reads it, as the two
+  // ops' would be, so the bits are theirs.
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const long row = static_cast<long>(n) * C;
+    float* r = residual + row;
 #pragma omp simd
-    for (int c = 0; c < C; ++c) y[c] = ((x[c] - m) - m_low) * s * weight[c] + bias[c];
-    mean[n] = m;
-    rstd[n] = s;
+    for (int c = 0; c < C; ++c) r[c] = a[row + c] + b[row + c];
+    layernorm_row(out + row, mean + n, rstd + n, r, weight, bias, C);
   }
 }
 

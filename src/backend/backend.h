@@ -81,6 +81,14 @@ class Backend {
   // --- transformer (kernels/layernorm.h, attention.h, encoder.h, crossentropy.h) ---------
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                  const float* weight, const float* bias, int N, int C) = 0;
+  // residual = a + b, then out = layernorm(residual) (with mean and rstd): bit for bit the two
+  // ops here, which a backend without the fused kernel runs.
+  virtual void residual_layernorm_forward(float* residual, float* out, float* mean, float* rstd,
+                                          const float* a, const float* b, const float* weight,
+                                          const float* bias, int N, int C) {
+    residual_forward(residual, a, b, static_cast<long>(N) * C);
+    layernorm_forward(out, mean, rstd, residual, weight, bias, N, C);
+  }
   virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, const float* weight, const float* mean,
                                   const float* rstd, int N, int C) = 0;

@@ -178,9 +178,12 @@ void GPT2::block_forward(Slot& s, int l, const float* params, const float* x) {
     tp_sum(a.attproj, static_cast<size_t>(N) * C);
     backend_.add_bias(a.attproj, w.attprojb, N, C);
   }
-  backend_.residual_forward(a.residual2, x, a.attproj, static_cast<long>(N) * C);
+  // The residual and the MLP's norm in one pass. (The block's last residual stays apart from the
+  // next block's ln1: under full recompute the layers share one set of buffers, and rebuilding
+  // layer l alone must start from its ln1.)
+  backend_.residual_layernorm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, x, a.attproj,
+                                      w.ln2w, w.ln2b, N, C);
   // MLP: c_fc column-parallel, c_proj row-parallel.
-  backend_.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, w.ln2w, w.ln2b, N, C);
   backend_.matmul_forward(a.fch, a.ln2, w.fcw, w.fcb, N, C, Cm);
   backend_.gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * Cm);
   backend_.matmul_forward(a.fcproj, a.fch_gelu, w.fcprojw, split ? nullptr : w.fcprojb, N, Cm, C);

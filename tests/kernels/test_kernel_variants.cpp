@@ -79,7 +79,7 @@ TEST_CASE("kernel variants: layernorm, GELU, residual, bias") {
   const int N = B * T;
   const auto x = random_floats(size_t(N) * C, 1), w = random_floats(C, 2), b = random_floats(C, 3);
   const auto dy = random_floats(size_t(N) * C, 4);
-  expect_variants_agree("layernorm + gelu + residual", [&](const cpu::KernelTable& k) {
+  expect_variants_agree("layernorm + gelu + residual (+ layernorm)", [&](const cpu::KernelTable& k) {
     std::vector<float> out(size_t(N) * C), mean(N), rstd(N), dx(size_t(N) * C, 0.f), dw(C, 0.f),
         db(C, 0.f), g(size_t(N) * C), dg(size_t(N) * C, 0.f), r(size_t(N) * C);
     k.layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
@@ -89,7 +89,11 @@ TEST_CASE("kernel variants: layernorm, GELU, residual, bias") {
     k.gelu_backward(dg.data(), x.data(), dy.data(), long(N) * C);
     k.residual_forward(r.data(), x.data(), dy.data(), long(N) * C);
     k.add_bias(r.data(), b.data(), N, C);
-    return std::vector<std::vector<float>>{out, mean, rstd, dx, dw, db, g, dg, r};
+    std::vector<float> r2(size_t(N) * C), out2(size_t(N) * C), mean2(N), rstd2(N);
+    k.residual_layernorm_forward(r2.data(), out2.data(), mean2.data(), rstd2.data(), x.data(),
+                                 dy.data(), w.data(), b.data(), N, C);
+    return std::vector<std::vector<float>>{out, mean, rstd, dx, dw, db, g, dg, r, r2, out2, mean2,
+                                           rstd2};
   });
 }
 

@@ -1,11 +1,13 @@
-// layernorm_forward / layernorm_backward against float64; the float64 backward is itself checked
-// by central differences of sum(out * w).
+// layernorm_forward / layernorm_backward, and residual_layernorm_forward, against float64; the
+// float64 backward is itself checked by central differences of sum(out * w).
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <vector>
 
+#include "backend/backend.h"
 #include "kernels/layernorm.h"
+#include "kernels/residual.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/tolerance.h"
 
@@ -127,4 +129,37 @@ TEST_CASE("layernorm_backward accumulates the float64 gradients") {
   CHECK_CLOSE(dinp.data(), e_dinp.data(), dinp.size(), kFp32, "dinp");
   CHECK_CLOSE(dweight.data(), e_dweight.data(), dweight.size(), kFp32, "dweight");
   CHECK_CLOSE(dbias.data(), e_dbias.data(), dbias.size(), kFp32, "dbias");
+}
+
+TEST_CASE("residual_layernorm_forward: the residual and the norm, bit for bit the two ops") {
+  constexpr int N = 7, C = 45;  // vectors and a scalar tail per row
+  const auto a = layernorm_input(N, C, 71), b = random_floats(N * C, 72);
+  const auto weight = random_floats(C, 73, 0.5f, 1.5f), bias = random_floats(C, 74);
+  std::vector<float> r(N * C, 5.0f), out(N * C, 5.0f), mean(N), rstd(N);
+  sg::cpu::residual_layernorm_forward(r.data(), out.data(), mean.data(), rstd.data(), a.data(),
+                                      b.data(), weight.data(), bias.data(), N, C);
+  std::vector<float> r2(N * C), out2(N * C), mean2(N), rstd2(N);
+  sg::cpu::residual_forward(r2.data(), a.data(), b.data(), long{N} * C);
+  sg::cpu::layernorm_forward(out2.data(), mean2.data(), rstd2.data(), r2.data(), weight.data(),
+                             bias.data(), N, C);
+  CHECK(r == r2);
+  CHECK(out == out2);
+  CHECK(mean == mean2);
+  CHECK(rstd == rstd2);
+  // And against float64 from the float sum.
+  const auto ref = reference_forward(to_double(r2), to_double(weight), to_double(bias), N, C);
+  CHECK_CLOSE(out.data(), ref.out.data(), out.size(), kFp32, "out");
+
+  // The CPU backend's op is Backend's composition (what the CUDA backend runs), bit for bit.
+  sg::Backend& be = sg::cpu_backend();
+  std::vector<float> r3(N * C), out3(N * C), mean3(N), rstd3(N);
+  be.residual_layernorm_forward(r3.data(), out3.data(), mean3.data(), rstd3.data(), a.data(),
+                                b.data(), weight.data(), bias.data(), N, C);
+  std::vector<float> r4(N * C), out4(N * C), mean4(N), rstd4(N);
+  be.Backend::residual_layernorm_forward(r4.data(), out4.data(), mean4.data(), rstd4.data(),
+                                         a.data(), b.data(), weight.data(), bias.data(), N, C);
+  CHECK(r3 == r4);
+  CHECK(out3 == out4);
+  CHECK(mean3 == mean4);
+  CHECK(rstd3 == rstd4);
 }
