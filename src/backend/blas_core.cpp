@@ -43,7 +43,8 @@ void reexec_with_best_blas_core(char** argv) {
     setenv("OPENBLAS_CORETYPE", core, 1);
     changed = true;
   }
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+  // A user's GOMP_SPINCOUNT alone is a choice too (the passive policy would override it).
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
     setenv("OMP_WAIT_POLICY", "passive", 1);
     changed = true;
   }

@@ -6,10 +6,13 @@
 // when the detected core is a fallback but the CPU has AVX-512 (or AVX2 + FMA), the process
 // re-executes itself once with OPENBLAS_CORETYPE set. A user's own OPENBLAS_CORETYPE always wins.
 //
-// The same re-execution sets OMP_WAIT_POLICY=passive unless the user set it: OpenMP's worker
-// threads otherwise spin after every parallel region while OpenBLAS's own pthread pool needs the
-// same cores, and on a busy 2-core machine a training step ran 2-20x slower (measured: quickstart
-// shape 980 vs 65 ms, benchmark shape 5.1 vs 2.5 s at load average 4-6).
+// The same re-execution sets OMP_WAIT_POLICY=passive unless the user set it or GOMP_SPINCOUNT:
+// OpenMP's worker threads otherwise spin after every parallel region while OpenBLAS's own
+// pthread pool, other ranks or other jobs need the same cores, and on a busy 2-core machine a
+// training step ran 2-20x slower (measured: quickstart shape 980 vs 65 ms, benchmark shape 5.1
+// vs 2.5 s at load average 4-6). Even a short spin (GOMP_SPINCOUNT=10000), which made a
+// ResNet-50 step alone ~6 % faster, made a ResNet test 3x slower beside one other job
+// (docs/performance.md, ResNet, ninth session), so passive stays the default.
 //
 // And OPENBLAS_THREAD_TIMEOUT=16 (2^16 cycles, ~25 us): after each call OpenBLAS's own workers
 // otherwise spin for 2^28 cycles (~0.1 s), through the OpenMP kernels that follow, which then

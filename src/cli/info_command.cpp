@@ -27,8 +27,9 @@ int run_info_command(bool measure_peak) {
     const char* value = std::getenv(name);
     return std::string(value != nullptr ? value : "unset");
   };
-  fmt::print("cpu threads: OMP_WAIT_POLICY={}, OPENBLAS_THREAD_TIMEOUT={}\n",
-             env_or("OMP_WAIT_POLICY"), env_or("OPENBLAS_THREAD_TIMEOUT"));
+  fmt::print("cpu threads: OMP_WAIT_POLICY={}, GOMP_SPINCOUNT={}, OPENBLAS_THREAD_TIMEOUT={}\n",
+             env_or("OMP_WAIT_POLICY"), env_or("GOMP_SPINCOUNT"),
+             env_or("OPENBLAS_THREAD_TIMEOUT"));
   // The hand-written kernels' variant (kernels/cpu/kernel_table.h) and what else the build holds.
   int status = 0;
   try {

@@ -142,11 +142,22 @@ fi
 
 expect 0 'backends: cpu' -- "$bin" info
 # Idle threads: the re-execution sets passive OpenMP waiting and short OpenBLAS spinning where
-# they are unset (src/backend/blas_core.h), and leaves a user's own values alone.
-expect 0 'cpu threads: OMP_WAIT_POLICY=passive, OPENBLAS_THREAD_TIMEOUT=16' -- \
-  env -u OMP_WAIT_POLICY -u OPENBLAS_THREAD_TIMEOUT -u SINGULARITY_BLAS_REEXEC "$bin" info
-expect 0 'cpu threads: OMP_WAIT_POLICY=active, OPENBLAS_THREAD_TIMEOUT=20' -- \
-  env -u SINGULARITY_BLAS_REEXEC OMP_WAIT_POLICY=active OPENBLAS_THREAD_TIMEOUT=20 "$bin" info
+# they are unset (src/backend/blas_core.h), and leaves a user's own values alone (a spin count
+# alone included: the passive policy would override it).
+unset_threads=(env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT
+               -u SINGULARITY_BLAS_REEXEC)
+expect 0 'threads: OMP_WAIT_POLICY=passive, GOMP_SPINCOUNT=unset, OPENBLAS_THREAD_TIMEOUT=16' -- \
+  "${unset_threads[@]}" "$bin" info
+expect 0 'threads: OMP_WAIT_POLICY=active, GOMP_SPINCOUNT=unset, OPENBLAS_THREAD_TIMEOUT=20' -- \
+  "${unset_threads[@]}" OMP_WAIT_POLICY=active OPENBLAS_THREAD_TIMEOUT=20 "$bin" info
+expect 0 'threads: OMP_WAIT_POLICY=unset, GOMP_SPINCOUNT=500, OPENBLAS_THREAD_TIMEOUT=16' -- \
+  "${unset_threads[@]}" GOMP_SPINCOUNT=500 "$bin" info
+# The ranks it launches itself inherit the same: a stand-in mpirun shows what they get.
+mkdir -p fakebin
+printf '#!/bin/sh\necho "ranks: OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}"\n' > fakebin/mpirun
+chmod +x fakebin/mpirun
+expect 0 'ranks: OMP_WAIT_POLICY=passive' -- \
+  "${unset_threads[@]}" PATH="$PWD/fakebin:$PATH" "$bin" train --set devices.processes=2
 expect 2 'prompt' -- "$bin" sample --checkpoint nowhere
 
 echo "$pass passed, $failures failed"
