@@ -54,9 +54,11 @@ void conv2d_1x1_backward_weights(float* dweight, const float* dout, const float*
 // The weight gradient of a strided spatial layer (stride > 1, a kernel wider than 1x1, ungrouped,
 // at least 16 input channels: conv2d_im2col_weights_applies) as one product over the gathered
 // input windows (kernels/cpu/conv2d_im2col.cpp): conv2d_backward_weights' contract.
+// The col matrix is gathered in bands of at most max_col_floats (tests pass a small cap).
+inline constexpr long kMaxColFloats = 8L << 20;
 bool conv2d_im2col_weights_applies(const Conv2dShape& s);
 void conv2d_im2col_backward_weights(float* dweight, const float* dout, const float* inp,
-                                    const Conv2dShape& s);
+                                    const Conv2dShape& s, long max_col_floats = kMaxColFloats);
 
 // Which layers the CPU convolution takes off oneDNN's direct kernels: the 3x3 stride-1 ones to
 // Winograd (winograd_applies), to matrix products (`gemm`) the 1x1 ones (conv2d_1x1_fits) and

@@ -137,6 +137,7 @@ def op_costs(a):
         "layernorm_forward": ("byte", f * (2 * NC + 2 * N)),
         "layernorm_backward": ("byte", f * (4 * NC + 2 * N)),
         "residual_forward": ("byte", f * 3 * NC),
+        "residual_layernorm_forward": ("byte", f * (4 * NC + 2 * N)),
         "add_bias": ("byte", f * 2 * NC),
         "gelu_forward": ("byte", f * 2 * N * 4 * C),
         "gelu_backward": ("byte", f * 3 * N * 4 * C),

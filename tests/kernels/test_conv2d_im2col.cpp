@@ -52,6 +52,12 @@ TEST_CASE("im2col weight gradient matches the reference (+= into the weights' gr
     auto again = dw0;
     sg::cpu::conv2d_im2col_backward_weights(again.data(), dy.data(), x.data(), s);
     CHECK(again == dw);
+    // In bands of 7 output pixels (the last one partial), as large batches run.
+    const long row = static_cast<long>(s.R) * s.S * s.C;
+    REQUIRE((s.out_size() / s.K) % 7 != 0);
+    auto banded = dw0;
+    sg::cpu::conv2d_im2col_backward_weights(banded.data(), dy.data(), x.data(), s, 7 * row);
+    CHECK_CLOSE(banded.data(), ref.data(), ref.size(), kFp32, "dweight (bands)");
   }
 }
 
