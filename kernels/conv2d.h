@@ -75,8 +75,8 @@ struct ConvAlgorithms {
   bool operator==(const ConvAlgorithms&) const = default;
 };
 // SINGULARITY_CONV's value (null when unset): unset, empty or "auto" both; "winograd" or "gemm"
-// (the products) only that one; "direct" neither (every layer by oneDNN). Any other value is a RunError saying
-// which exist.
+// (the products) only that one; "direct" neither (every layer by oneDNN). Any other value is a
+// RunError saying which exist.
 ConvAlgorithms conv_algorithms_from_env(const char* value);
 // The process's choice: SINGULARITY_CONV's, read on first use, until set_conv_algorithms (tests
 // and benchmarks, between calls) replaces it.

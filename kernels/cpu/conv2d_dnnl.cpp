@@ -275,6 +275,21 @@ void backward_weights(ConvEntry& c, float* dweight, const memory& diff_dst, cons
 // are always the product, SINGULARITY_CONV=direct or not.
 bool gemm_weights(const Conv2dShape& s) { return conv2d_1x1_fits(s) && s.stride > 1; }
 
+// The weight gradient on the kernel that takes it off oneDNN's direct pass, if one does (the
+// strided 1x1 product above, Winograd's, im2col's); false, having done nothing, where none does.
+bool weights_elsewhere(float* dweight, const float* dout, const float* inp, const Conv2dShape& s) {
+  if (gemm_weights(s)) {
+    conv2d_1x1_backward_weights(dweight, dout, inp, s);
+  } else if (by_winograd_weights(s)) {
+    kernels().conv2d_winograd_backward_weights(dweight, dout, inp, s);
+  } else if (by_im2col_weights(s)) {
+    conv2d_im2col_backward_weights(dweight, dout, inp, s);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void conv2d_backward_data(float* dinp, const float* dout, const float* weight,
@@ -304,23 +319,13 @@ void conv2d_backward(float* dinp, float* dweight, const float* dout, const float
   checked("convolution backward", [&] {
     // The forward's layouts are the backward passes' too, so dout is reordered once for both
     // (and not at all when only the weight gradient is wanted and it runs elsewhere).
-    const bool weights_elsewhere =
-        gemm_weights(s) || by_winograd_weights(s) || by_im2col_weights(s);
+    const bool weights_done = dweight != nullptr && weights_elsewhere(dweight, dout, inp, s);
+    const bool weights_here = dweight != nullptr && !weights_done;
     memory diff_dst;
-    if (dinp != nullptr || (dweight != nullptr && !weights_elsewhere)) {
+    if (dinp != nullptr || weights_here) {
       diff_dst = as_layout(c.user_dst, c.bwd_data_pd.diff_dst_desc(), dout, 0);
     }
-    if (dweight != nullptr) {
-      if (gemm_weights(s)) {
-        conv2d_1x1_backward_weights(dweight, dout, inp, s);
-      } else if (by_winograd_weights(s)) {
-        kernels().conv2d_winograd_backward_weights(dweight, dout, inp, s);
-      } else if (by_im2col_weights(s)) {
-        conv2d_im2col_backward_weights(dweight, dout, inp, s);
-      } else {
-        backward_weights(c, dweight, diff_dst, inp, s);
-      }
-    }
+    if (weights_here) backward_weights(c, dweight, diff_dst, inp, s);
     if (dinp != nullptr) backward_data(c, dinp, diff_dst, weight, s);
   });
 }

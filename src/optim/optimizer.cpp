@@ -39,11 +39,11 @@ float Optimizer::step(float* params, float* grads, double lr, int step) {
 void Optimizer::update_range(float* params, float* grads, double norm, double lr, int step) {
   // The clipping factor goes to the update, which scales each gradient as it reads it: the same
   // arithmetic as scaling the gradient first, without a pass over it of its own.
+  const float grad_scale = clip_scale(norm, static_cast<float>(spec_.grad_clip));
   // Neighbouring tensors with the same decay go as one range: the update is elementwise, so the
   // bits are the same, and each call is a parallel region (on the CPU a wake-up of the OpenMP
   // workers, ~50 us on the 2-core VMs) or a kernel launch. ResNet-50's 161 tensors alternate
   // between a convolution's weight and a batch norm's pair, so 108 calls instead.
-  const float grad_scale = clip_scale(norm, static_cast<float>(spec_.grad_clip));
   size_t run_lo = 0, run_hi = 0;
   bool run_decay = false;
   const auto flush = [&] {
