@@ -8,6 +8,7 @@
 // with the update instead of costing a pass over the gradient of its own (1: g = grads[i]).
 
 #include "kernels/cpu/isa.h"
+#include "kernels/update_range.h"
 
 namespace sg::cpu::inline SG_CPU_ISA {
 
@@ -18,5 +19,11 @@ void adamw_update(float* params,       // (n)
                   long n, float lr, float beta1, float beta2, float eps, float weight_decay,
                   int step,            // 1-based step count t for the bias correction
                   float grad_scale);
+
+// The same update over several ranges of the same arrays, each with its own weight decay, in one
+// parallel region (as sgd_update_ranges): the same bits as one adamw_update per range.
+void adamw_update_ranges(float* params, float* m, float* v, const float* grads,
+                         const UpdateRange* ranges, int count, float lr, float beta1, float beta2,
+                         float eps, int step, float grad_scale);
 
 }  // namespace sg::cpu::SG_CPU_ISA

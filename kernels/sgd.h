@@ -7,6 +7,7 @@
 // The caller passes weight_decay = 0 for tensors that are not decayed (batch norm, biases).
 
 #include "kernels/cpu/isa.h"
+#include "kernels/update_range.h"
 
 namespace sg::cpu::inline SG_CPU_ISA {
 
@@ -15,5 +16,12 @@ void sgd_update(float* params,           // (n)
                 const float* grads,      // (n)
                 long n, float lr, float momentum, float weight_decay, bool nesterov,
                 float grad_scale);
+
+// The same update over several ranges of the same arrays, each with its own weight decay, in one
+// parallel region (the threads split the ranges' elements evenly): the same bits as one
+// sgd_update per range, which is elementwise.
+void sgd_update_ranges(float* params, float* momentum_buffer, const float* grads,
+                       const UpdateRange* ranges, int count, float lr, float momentum,
+                       bool nesterov, float grad_scale);
 
 }  // namespace sg::cpu::SG_CPU_ISA

@@ -340,6 +340,16 @@ class GuardedBackend final : public Backend {
     inner_.sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov, grad_scale);
   }
 
+  void adamw_update_ranges(float* params, float* m, float* v, const float* grads, std::span<const UpdateRange> ranges, float lr, float beta1, float beta2, float eps, int step, float grad_scale) override {
+    const Unlocked open(*this);
+    inner_.adamw_update_ranges(params, m, v, grads, ranges, lr, beta1, beta2, eps, step, grad_scale);
+  }
+
+  void sgd_update_ranges(float* params, float* momentum_buffer, const float* grads, std::span<const UpdateRange> ranges, float lr, float momentum, bool nesterov, float grad_scale) override {
+    const Unlocked open(*this);
+    inner_.sgd_update_ranges(params, momentum_buffer, grads, ranges, lr, momentum, nesterov, grad_scale);
+  }
+
   double sum_of_squares(const float* x, long n) override {
     const Unlocked open(*this);
     return inner_.sum_of_squares(x, n);

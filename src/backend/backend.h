@@ -11,10 +11,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "kernels/conv2d.h"
 #include "kernels/pool.h"
+#include "kernels/update_range.h"
 #include "tensor/tensor.h"
 
 namespace sg {
@@ -218,6 +220,25 @@ class Backend {
   virtual void sgd_update(float* params, float* momentum_buffer, const float* grads, long n,
                           float lr, float momentum, float weight_decay, bool nesterov,
                           float grad_scale) = 0;
+  // Several ranges of the same arrays in one call, each with its own weight decay: the bits of
+  // one call per range. The CPU backend runs them in one parallel region (a wake-up of the
+  // OpenMP workers instead of one a range); elsewhere, one launch a range.
+  virtual void adamw_update_ranges(float* params, float* m, float* v, const float* grads,
+                                   std::span<const UpdateRange> ranges, float lr, float beta1,
+                                   float beta2, float eps, int step, float grad_scale) {
+    for (const UpdateRange& r : ranges) {
+      adamw_update(params + r.begin, m + r.begin, v + r.begin, grads + r.begin, r.end - r.begin,
+                   lr, beta1, beta2, eps, r.weight_decay, step, grad_scale);
+    }
+  }
+  virtual void sgd_update_ranges(float* params, float* momentum_buffer, const float* grads,
+                                 std::span<const UpdateRange> ranges, float lr, float momentum,
+                                 bool nesterov, float grad_scale) {
+    for (const UpdateRange& r : ranges) {
+      sgd_update(params + r.begin, momentum_buffer + r.begin, grads + r.begin, r.end - r.begin,
+                 lr, momentum, r.weight_decay, nesterov, grad_scale);
+    }
+  }
   // Returns a host value (on a GPU: after waiting for the ops before).
   virtual double sum_of_squares(const float* x, long n) = 0;
 };

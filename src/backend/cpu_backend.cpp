@@ -361,6 +361,23 @@ class CpuBackend final : public Backend {
     kernels_.sgd_update(params, momentum_buffer, grads, n, lr, momentum, weight_decay, nesterov,
                         grad_scale);
   }
+  void adamw_update_ranges(float* params, float* m, float* v, const float* grads,
+                           std::span<const UpdateRange> ranges, float lr, float beta1, float beta2,
+                           float eps, int step, float grad_scale) override {
+    const ScopedOpTimer timer("adamw_update");
+    kernels_.adamw_update_ranges(params, m, v, grads, ranges.data(),
+                                 static_cast<int>(ranges.size()), lr, beta1, beta2, eps, step,
+                                 grad_scale);
+  }
+  void sgd_update_ranges(float* params, float* momentum_buffer, const float* grads,
+                         std::span<const UpdateRange> ranges, float lr, float momentum,
+                         bool nesterov, float grad_scale) override {
+    const ScopedOpTimer timer("sgd_update");
+    kernels_.sgd_update_ranges(params, momentum_buffer, grads, ranges.data(),
+                               static_cast<int>(ranges.size()), lr, momentum, nesterov,
+                               grad_scale);
+  }
+
   double sum_of_squares(const float* x, long n) override {
     const ScopedOpTimer timer("sum_of_squares");
     return kernels_.sum_of_squares(x, n);

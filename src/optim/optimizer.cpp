@@ -27,6 +27,24 @@ Optimizer::Optimizer(const ParameterLayout& layout, const OptimSpec& spec, size_
     state_.emplace_back(backend, n * sizeof(float));
     backend.zero(state_.back().as<float>(), n);
   }
+  // The update is elementwise, so neighbouring tensors with the same decay make one range (the
+  // same bits), and the backend takes every range in one call: on the CPU one parallel region,
+  // one wake-up of the OpenMP workers (~50 us on the 2-core VMs) instead of one a tensor (161
+  // for ResNet-50, whose tensors alternate between a convolution's weight and a batch norm's
+  // pair, 108 ranges).
+  const float decay = static_cast<float>(spec_.weight_decay);
+  for (const ParamTensor& t : layout_.tensors()) {
+    // The part of tensor t inside [begin, end), relative to begin.
+    const size_t lo = std::max(t.offset, begin_), hi = std::min(t.offset + t.numel, end_);
+    if (lo >= hi) continue;
+    const float wd = t.decay ? decay : 0.0f;
+    const long from = static_cast<long>(lo - begin_), to = static_cast<long>(hi - begin_);
+    if (!ranges_.empty() && ranges_.back().end == from && ranges_.back().weight_decay == wd) {
+      ranges_.back().end = to;
+    } else {
+      ranges_.push_back({from, to, wd});
+    }
+  }
 }
 
 float Optimizer::step(float* params, float* grads, double lr, int step) {
@@ -40,44 +58,22 @@ void Optimizer::update_range(float* params, float* grads, double norm, double lr
   // The clipping factor goes to the update, which scales each gradient as it reads it: the same
   // arithmetic as scaling the gradient first, without a pass over it of its own.
   const float grad_scale = clip_scale(norm, static_cast<float>(spec_.grad_clip));
-  // Neighbouring tensors with the same decay go as one range: the update is elementwise, so the
-  // bits are the same, and each call is a parallel region (on the CPU a wake-up of the OpenMP
-  // workers, ~50 us on the 2-core VMs) or a kernel launch. ResNet-50's 161 tensors alternate
-  // between a convolution's weight and a batch norm's pair, so 108 calls instead.
-  size_t run_lo = 0, run_hi = 0;
-  bool run_decay = false;
-  const auto flush = [&] {
-    if (run_lo >= run_hi) return;
-    const float wd = run_decay ? static_cast<float>(spec_.weight_decay) : 0.0f;
-    apply(params, grads, run_lo, run_hi, wd, lr, step, grad_scale);
-  };
-  for (const ParamTensor& t : layout_.tensors()) {
-    // The part of tensor t inside [begin, end).
-    const size_t lo = std::max(t.offset, begin_), hi = std::min(t.offset + t.numel, end_);
-    if (lo >= hi) continue;
-    if (run_lo < run_hi && lo == run_hi && t.decay == run_decay) {
-      run_hi = hi;
-      continue;
-    }
-    flush();
-    run_lo = lo, run_hi = hi, run_decay = t.decay;
-  }
-  flush();
+  if (ranges_.empty()) return;
+  apply(params + begin_, grads + begin_, ranges_, lr, step, grad_scale);
 }
 
-void AdamWOptimizer::apply(float* params, const float* grads, size_t lo, size_t hi, float wd,
+void AdamWOptimizer::apply(float* params, const float* grads, std::span<const UpdateRange> ranges,
                            double lr, int step, float grad_scale) {
-  backend_.adamw_update(params + lo, state_at(0, lo), state_at(1, lo), grads + lo,
-                        static_cast<long>(hi - lo), static_cast<float>(lr),
-                        static_cast<float>(spec_.betas[0]), static_cast<float>(spec_.betas[1]),
-                        static_cast<float>(spec_.eps), wd, step, grad_scale);
+  backend_.adamw_update_ranges(params, state(0), state(1), grads, ranges, static_cast<float>(lr),
+                               static_cast<float>(spec_.betas[0]),
+                               static_cast<float>(spec_.betas[1]), static_cast<float>(spec_.eps),
+                               step, grad_scale);
 }
 
-void SgdOptimizer::apply(float* params, const float* grads, size_t lo, size_t hi, float wd,
+void SgdOptimizer::apply(float* params, const float* grads, std::span<const UpdateRange> ranges,
                          double lr, int, float grad_scale) {
-  backend_.sgd_update(params + lo, state_at(0, lo), grads + lo, static_cast<long>(hi - lo),
-                      static_cast<float>(lr), static_cast<float>(spec_.momentum), wd,
-                      spec_.nesterov, grad_scale);
+  backend_.sgd_update_ranges(params, state(0), grads, ranges, static_cast<float>(lr),
+                             static_cast<float>(spec_.momentum), spec_.nesterov, grad_scale);
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimSpec& spec, const ParameterLayout& layout,

@@ -7,6 +7,7 @@
 // where the layout's tensor says so.
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,11 +40,10 @@ class Optimizer {
  protected:
   Optimizer(const ParameterLayout& layout, const OptimSpec& spec, size_t begin, size_t end,
             Backend& backend, size_t state_count);
-  // Updates params[lo, hi) (part of one tensor, weight decay wd) with state offset lo - begin,
-  // reading each gradient times grad_scale (the clipping factor).
-  virtual void apply(float* params, const float* grads, size_t lo, size_t hi, float wd, double lr,
-                     int step, float grad_scale) = 0;
-  float* state_at(size_t i, size_t lo) { return state(i) + (lo - begin_); }
+  // Updates the ranges of params, state and grads (the first two pointers at begin(): index 0
+  // is parameter begin()), reading each gradient times grad_scale (the clipping factor).
+  virtual void apply(float* params, const float* grads, std::span<const UpdateRange> ranges,
+                     double lr, int step, float grad_scale) = 0;
 
   const ParameterLayout& layout_;
   OptimSpec spec_;
@@ -52,6 +52,7 @@ class Optimizer {
  private:
   size_t begin_, end_;
   std::vector<Buffer> state_;
+  std::vector<UpdateRange> ranges_;  // [begin, end) by weight decay, relative to begin_
 };
 
 // AdamW (kernels/adamw.h): state m, v.
@@ -66,7 +67,7 @@ class AdamWOptimizer final : public Optimizer {
   std::vector<std::string> state_names() const override { return {"m", "v"}; }
 
  private:
-  void apply(float* params, const float* grads, size_t lo, size_t hi, float wd, double lr,
+  void apply(float* params, const float* grads, std::span<const UpdateRange> ranges, double lr,
              int step, float grad_scale) override;
 };
 
@@ -80,7 +81,7 @@ class SgdOptimizer final : public Optimizer {
   std::vector<std::string> state_names() const override { return {"momentum"}; }
 
  private:
-  void apply(float* params, const float* grads, size_t lo, size_t hi, float wd, double lr,
+  void apply(float* params, const float* grads, std::span<const UpdateRange> ranges, double lr,
              int step, float grad_scale) override;
 };
 

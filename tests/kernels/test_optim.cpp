@@ -119,3 +119,58 @@ TEST_CASE("the update kernels read each gradient times grad_scale (global-norm c
     CHECK_CLOSE(b1.data(), b2_64.data(), n, kFp32, "momentum");
   }
 }
+
+TEST_CASE("the update kernels over several ranges: one call per range's bits, at any thread count") {
+  // Ragged ranges with gaps between them (left alone), empty ones, and alternating decays; the
+  // threads' shares end inside ranges as well as between them.
+  const std::vector<sg::UpdateRange> ranges = {{0, 17, 0.1f},     {17, 18, 0.0f},   {18, 18, 0.1f},
+                                               {20, 1043, 0.1f},  {1043, 1060, 0.0f},
+                                               {1100, 5199, 0.05f}, {5199, 5203, 0.0f}};
+  constexpr long n = 5210;
+  const auto grads = random_floats(n, 105, -0.1f, 0.1f);
+  const auto start = random_floats(n, 106);
+  const int saved_threads = omp_get_max_threads();
+  for (const float scale : {1.0f, 0.3f}) {
+    // The reference: one call per range on one thread.
+    omp_set_num_threads(1);
+    auto p_ref = start, m_ref = std::vector<float>(n, 0.5f), v_ref = std::vector<float>(n, 0.25f);
+    auto q_ref = start, b_ref = std::vector<float>(n, 0.5f);
+    for (int step = 1; step <= 2; ++step) {
+      for (const auto& r : ranges) {
+        const long k = r.end - r.begin;
+        sg::cpu::adamw_update(p_ref.data() + r.begin, m_ref.data() + r.begin,
+                              v_ref.data() + r.begin, grads.data() + r.begin, k, 1e-2f, 0.9f,
+                              0.95f, 1e-8f, r.weight_decay, step, scale);
+        sg::cpu::sgd_update(q_ref.data() + r.begin, b_ref.data() + r.begin,
+                            grads.data() + r.begin, k, 0.1f, 0.9f, r.weight_decay, true, scale);
+      }
+    }
+    for (const int threads : {1, 2, 3, 7}) {
+      CAPTURE(threads);
+      CAPTURE(scale);
+      omp_set_num_threads(threads);
+      auto p = start, m = std::vector<float>(n, 0.5f), v = std::vector<float>(n, 0.25f);
+      auto q = start, b = std::vector<float>(n, 0.5f);
+      for (int step = 1; step <= 2; ++step) {
+        sg::cpu::adamw_update_ranges(p.data(), m.data(), v.data(), grads.data(), ranges.data(),
+                                     static_cast<int>(ranges.size()), 1e-2f, 0.9f, 0.95f, 1e-8f,
+                                     step, scale);
+        sg::cpu::sgd_update_ranges(q.data(), b.data(), grads.data(), ranges.data(),
+                                   static_cast<int>(ranges.size()), 0.1f, 0.9f, true, scale);
+      }
+      CHECK(p == p_ref);
+      CHECK(m == m_ref);
+      CHECK(v == v_ref);
+      CHECK(q == q_ref);
+      CHECK(b == b_ref);
+      // The gaps between the ranges are untouched (and differ from the updated elements).
+      for (const long i : {18L, 19L, 1060L, 1099L, 5203L, 5209L}) {
+        CHECK(p[i] == start[i]);
+        CHECK(q[i] == start[i]);
+        CHECK(m[i] == 0.5f);
+      }
+      CHECK(p[17] != start[17]);
+    }
+  }
+  omp_set_num_threads(saved_threads);
+}
