@@ -51,12 +51,16 @@ class GuardedBackend final : public Backend {
   }
   void copy_from_host(void* dst, const void* src, size_t bytes) override {
     const Unlocked open(*this);
+    ++host_copies_;
     inner_.copy_from_host(dst, src, bytes);
   }
   void copy_to_host(void* dst, const void* src, size_t bytes) override {
     const Unlocked open(*this);
+    ++host_copies_;
     inner_.copy_to_host(dst, src, bytes);
   }
+  // Copies between the host and this "device" so far, both ways.
+  long host_copies() const { return host_copies_; }
   void fill(const TensorView& t, double value) override {
     const Unlocked open(*this);
     inner_.fill(t, value);
@@ -381,6 +385,7 @@ class GuardedBackend final : public Backend {
   void set_all(int protection) {
     for (auto& [ptr, bytes] : allocations_) mprotect(ptr, bytes, protection);
   }
+  long host_copies_ = 0;
   Backend& inner_;
   std::map<void*, size_t> allocations_;
   int open_ = 0;

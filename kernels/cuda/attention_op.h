@@ -64,6 +64,7 @@ class AttentionOp {
   // made: a module built without cudnn-frontend never makes one and needs no CudnnAttention.
   std::shared_ptr<CudnnAttention> cudnn_;
   std::set<std::string> said_;
+  long fallback_passes_ = 0;  // reduced-precision passes cuDNN refused; said at destruction
 };
 
 // One line for `singularity info`: the cudnn-frontend compiled in and what attention runs on.

@@ -84,27 +84,30 @@ __global__ void global_avgpool_backward(float* dinp, const float* dout, int N, i
 __global__ void batchnorm_band_sums(double* partial, const float* a, const float* b,
                                     const float* mean, const float* var, float eps, long M, int C,
                                     int mode) {
-  const long band = blockIdx.y;
-  const long first = band * kBatchnormBand;
-  const long last = first + kBatchnormBand < M ? first + kBatchnormBand : M;
-  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < C; c += gridDim.x * blockDim.x) {
-    double s0 = 0.0, s1 = 0.0;
-    if (mode == 0) {
-      for (long m = first; m < last; ++m) {
-        const double v = a[m * C + c];
-        s0 += v;
-        s1 += v * v;
+  // Bands stride over the grid's rows: a launch holds at most 65535 of them (M > 16.8 M rows).
+  const long bands = (M + kBatchnormBand - 1) / kBatchnormBand;
+  for (long band = blockIdx.y; band < bands; band += gridDim.y) {
+    const long first = band * kBatchnormBand;
+    const long last = first + kBatchnormBand < M ? first + kBatchnormBand : M;
+    for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < C; c += gridDim.x * blockDim.x) {
+      double s0 = 0.0, s1 = 0.0;
+      if (mode == 0) {
+        for (long m = first; m < last; ++m) {
+          const double v = a[m * C + c];
+          s0 += v;
+          s1 += v * v;
+        }
+      } else {
+        const double mu = mean[c], rstd = 1.0 / sqrt(static_cast<double>(var[c]) + eps);
+        for (long m = first; m < last; ++m) {
+          const double dy = a[m * C + c];
+          s0 += dy;
+          s1 += dy * (b[m * C + c] - mu) * rstd;
+        }
       }
-    } else {
-      const double mu = mean[c], rstd = 1.0 / sqrt(static_cast<double>(var[c]) + eps);
-      for (long m = first; m < last; ++m) {
-        const double dy = a[m * C + c];
-        s0 += dy;
-        s1 += dy * (b[m * C + c] - mu) * rstd;
-      }
+      partial[band * 2 * C + c] = s0;
+      partial[band * 2 * C + C + c] = s1;
     }
-    partial[band * 2 * C + c] = s0;
-    partial[band * 2 * C + C + c] = s1;
   }
 }
 
@@ -198,6 +201,11 @@ inline void global_avgpool_backward(float* dinp, const float* dout, int N, int H
             dim3(256), 0, s, dinp, dout, N, HW, C);
 }
 
+// The grid's rows for `bands` bands: at most the 65535 a launch allows; the kernel strides.
+inline unsigned band_rows(long bands) {
+  return static_cast<unsigned>(bands < 65535 ? (bands > 0 ? bands : 1) : 65535);
+}
+
 // Doubles of scratch the batch-norm sums need for M rows of C channels.
 inline long batchnorm_sums_scratch(long M, int C) {
   return (M + kBatchnormBand - 1) / kBatchnormBand * 2 * C;
@@ -205,7 +213,7 @@ inline long batchnorm_sums_scratch(long M, int C) {
 
 inline void batchnorm_sums(double* sums, double* scratch, const float* inp, long M, int C, Stream s) {
   const long bands = (M + kBatchnormBand - 1) / kBatchnormBand;
-  SG_LAUNCH(kernel::batchnorm_band_sums, dim3(blocks_for(C, 128), static_cast<unsigned>(bands)),
+  SG_LAUNCH(kernel::batchnorm_band_sums, dim3(blocks_for(C, 128), band_rows(bands)),
             dim3(128), 0, s, scratch, inp, nullptr, nullptr, nullptr, 0.0f, M, C, 0);
   SG_LAUNCH(kernel::batchnorm_reduce_bands, dim3(blocks_for(C, 128)), dim3(128), 0, s, sums,
             nullptr, nullptr, scratch, bands, C);
@@ -225,7 +233,7 @@ inline void batchnorm_backward_sums(double* sums, double* scratch, float* dgamma
                                     const float* dout, const float* inp, const float* mean,
                                     const float* var, long M, int C, float eps, Stream s) {
   const long bands = (M + kBatchnormBand - 1) / kBatchnormBand;
-  SG_LAUNCH(kernel::batchnorm_band_sums, dim3(blocks_for(C, 128), static_cast<unsigned>(bands)),
+  SG_LAUNCH(kernel::batchnorm_band_sums, dim3(blocks_for(C, 128), band_rows(bands)),
             dim3(128), 0, s, scratch, dout, inp, mean, var, eps, M, C, 1);
   SG_LAUNCH(kernel::batchnorm_reduce_bands, dim3(blocks_for(C, 128)), dim3(128), 0, s, sums,
             dgamma, dbeta, scratch, bands, C);

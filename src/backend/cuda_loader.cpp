@@ -4,7 +4,9 @@
 // fallback.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <string>
 
@@ -26,12 +28,32 @@ namespace {
       "PATH and rebuild (meson setup build -Dcuda=enabled), or set devices.backend: cpu");
 }
 
-// Where to look: $SINGULARITY_CUDA_MODULE, then the build's and the installation's paths
+// The folder of the running executable (/proc/self/exe), or "" where it cannot be read.
+std::string executable_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+// Where to look: $SINGULARITY_CUDA_MODULE; then beside the executable, as an unpacked GPU kit or
+// an installed tree lays it out (<exe dir>/../lib/singularity/, <exe dir>/), so a moved tree
+// finds its own module (docs/gpu.md); then the build's and the installation's paths
 // (colon-separated, fixed at configure time).
 std::vector<std::string> module_candidates() {
   std::vector<std::string> out;
   if (const char* env = std::getenv("SINGULARITY_CUDA_MODULE"); env != nullptr && *env != 0) {
     out.emplace_back(env);
+  }
+  if (const std::string dir = executable_dir(); !dir.empty()) {
+    for (const char* rel : {"/../lib/singularity/", "/"}) {
+      std::error_code ec;
+      const std::string path =
+          std::filesystem::weakly_canonical(dir + rel + "libsingularity_cuda.so", ec).string();
+      if (!ec && std::filesystem::exists(path, ec) &&
+          std::find(out.begin(), out.end(), path) == out.end()) {
+        out.push_back(path);
+      }
+    }
   }
   const std::string paths = SINGULARITY_CUDA_MODULE_PATHS;
   size_t start = 0;

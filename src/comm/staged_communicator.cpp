@@ -45,7 +45,20 @@ std::vector<unsigned char>& StagedCommunicator::stage_in(const void* src, size_t
   return staging_;
 }
 
+// A group of one (alone()): every collective is the identity or a device copy, so nothing goes
+// through the host (a one-GPU job's data and tensor groups, docs/gpu.md).
+bool StagedCommunicator::alone() const { return host_.size() == 1; }
+
+namespace {
+class DoneRequest final : public CommRequest {
+ public:
+  bool test() override { return true; }
+  void wait() override {}
+};
+}  // namespace
+
 void StagedCommunicator::all_reduce(void* data, size_t n, DType dtype, ReduceOp op) {
+  if (alone()) return;
   const size_t bytes = n * dtype_size(dtype);
   auto& h = stage_in(data, bytes);
   host_.all_reduce(h.data(), n, dtype, op);
@@ -53,6 +66,7 @@ void StagedCommunicator::all_reduce(void* data, size_t n, DType dtype, ReduceOp 
 }
 
 CommHandle StagedCommunicator::start_all_reduce(void* data, size_t n, DType dtype, ReduceOp op) {
+  if (alone()) return std::make_unique<DoneRequest>();
   const size_t bytes = n * dtype_size(dtype);
   std::vector<unsigned char> h(bytes);
   if (bytes > 0) backend_.copy_to_host(h.data(), data, bytes);
@@ -64,6 +78,10 @@ CommHandle StagedCommunicator::start_all_reduce(void* data, size_t n, DType dtyp
 void StagedCommunicator::reduce_scatter(void* out, const void* in, size_t n_per_rank,
                                         DType dtype, ReduceOp op) {
   const size_t elem = dtype_size(dtype);
+  if (alone()) {
+    if (out != in && n_per_rank > 0) backend_.copy(out, in, n_per_rank * elem);
+    return;
+  }
   auto& h = stage_in(in, n_per_rank * elem * static_cast<size_t>(size()));
   staging_out_.resize(n_per_rank * elem);
   host_.reduce_scatter(staging_out_.data(), h.data(), n_per_rank, dtype, op);
@@ -73,6 +91,10 @@ void StagedCommunicator::reduce_scatter(void* out, const void* in, size_t n_per_
 void StagedCommunicator::all_gather_into(void* out, const void* in, size_t n_per_rank,
                                          DType dtype) {
   const size_t elem = dtype_size(dtype);
+  if (alone()) {
+    if (out != in && n_per_rank > 0) backend_.copy(out, in, n_per_rank * elem);
+    return;
+  }
   auto& h = stage_in(in, n_per_rank * elem);
   staging_out_.resize(n_per_rank * elem * static_cast<size_t>(size()));
   host_.all_gather_into(staging_out_.data(), h.data(), n_per_rank, dtype);
@@ -80,6 +102,7 @@ void StagedCommunicator::all_gather_into(void* out, const void* in, size_t n_per
 }
 
 void StagedCommunicator::all_gather_inplace(void* buf, size_t n_per_rank, DType dtype) {
+  if (alone()) return;
   const size_t bytes = n_per_rank * dtype_size(dtype) * static_cast<size_t>(size());
   auto& h = stage_in(buf, bytes);
   host_.all_gather_inplace(h.data(), n_per_rank, dtype);
@@ -87,6 +110,7 @@ void StagedCommunicator::all_gather_inplace(void* buf, size_t n_per_rank, DType 
 }
 
 void StagedCommunicator::broadcast(void* data, size_t bytes, int root) {
+  if (alone()) return;
   auto& h = stage_in(data, bytes);
   host_.broadcast(h.data(), bytes, root);
   if (bytes > 0) backend_.copy_from_host(data, h.data(), bytes);

@@ -4,7 +4,8 @@
 // how processes that share one GPU talk (devices.share_gpus: NCCL refuses two ranks on one
 // device), how pipeline stages exchange activations on GPUs, and how the tests run the whole
 // trainer on a guarded test backend. Correct for any backend, never fast: each call waits for
-// the device. Asynchronous calls stage at start and copy back in wait().
+// the device. Asynchronous calls stage at start and copy back in wait(). Over a group of one it
+// stages nothing: collectives are the identity or a device copy (the one-GPU case).
 #include <memory>
 #include <vector>
 
@@ -35,6 +36,7 @@ class StagedCommunicator final : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:
+  bool alone() const;
   // A host copy of `bytes` of device memory at `src`.
   std::vector<unsigned char>& stage_in(const void* src, size_t bytes);
   std::unique_ptr<Communicator> owned_;

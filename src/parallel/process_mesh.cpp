@@ -27,13 +27,16 @@ ProcessMesh make_process_mesh(const JobSpec& spec, Communicator& world) {
 
 void attach_device_groups(ProcessMesh& mesh, Backend& backend, DeviceTransport transport) {
   if (backend.device().is_cpu()) return;
-  if (transport == DeviceTransport::Native) {
-    mesh.data_device_ = make_device_communicator(*mesh.data_group, backend);
-    mesh.tensor_device_ = make_device_communicator(*mesh.tensor_group, backend);
-  } else {
-    mesh.data_device_ = std::make_unique<StagedCommunicator>(*mesh.data_group, backend);
-    mesh.tensor_device_ = std::make_unique<StagedCommunicator>(*mesh.tensor_group, backend);
-  }
+  // A group of one never makes an NCCL communicator (no unique id, no network set-up): the
+  // staged communicator over it moves nothing, so a one-GPU job does not depend on NCCL.
+  auto device_group = [&](Communicator& host) -> std::unique_ptr<Communicator> {
+    if (transport == DeviceTransport::Native && host.size() > 1) {
+      return make_device_communicator(host, backend);
+    }
+    return std::make_unique<StagedCommunicator>(host, backend);
+  };
+  mesh.data_device_ = device_group(*mesh.data_group);
+  mesh.tensor_device_ = device_group(*mesh.tensor_group);
   mesh.pipeline_device_ = std::make_unique<StagedCommunicator>(*mesh.pipeline_group, backend);
 }
 

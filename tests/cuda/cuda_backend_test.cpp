@@ -15,69 +15,12 @@
 
 #include "backend/backend.h"
 #include "backend/device.h"
-#include "tests/kernels/kernel_test_util.h"
-#include "tests/tolerance.h"
+#include "tests/cuda/gpu_test_support.h"
 #include "util/error.h"
 
 using namespace sg::test;
+using namespace sg::test::gpu_support;
 using sg::Backend;
-
-namespace {
-
-// --- tolerances, once -------------------------------------------------------------------------
-// Elementwise fp32 kernels: the same formula on both sides; only the math library's last ulps
-// (tanhf, expf) and, in GELU's negative tail, 1 + tanh's cancellation (~1e-7 absolute) differ.
-constexpr Tolerance kElementwise{1e-6, 1e-6};
-// Sums in another order (reductions, softmax, norms) and fp32 GEMMs and convolutions without
-// TF32: a few ulps per accumulated term over the tens to hundreds of terms of these shapes.
-constexpr Tolerance kAccumulated{2e-5, 1e-4};
-// bf16 inputs (reduced precision): 8 mantissa bits, as the largest error over the largest value.
-constexpr double kReducedRelative = 2e-2;
-
-Backend& cpu() { return sg::cpu_backend(); }
-Backend& gpu() { return sg::cuda_backend(0); }
-
-// The same data on the host (what the CPU backend computes on) and on the GPU.
-template <class T>
-class Twin {
- public:
-  explicit Twin(std::vector<T> values) : host_(std::move(values)) {
-    device_ = static_cast<T*>(gpu().allocate(bytes()));
-    gpu().copy_from_host(device_, host_.data(), bytes());
-  }
-  Twin(size_t n, T value) : Twin(std::vector<T>(n, value)) {}
-  ~Twin() { gpu().deallocate(device_); }
-  Twin(const Twin&) = delete;
-  Twin& operator=(const Twin&) = delete;
-
-  T* c() { return host_.data(); }  // for the CPU backend
-  T* g() { return device_; }       // for the CUDA backend
-  const std::vector<T>& cpu_values() const { return host_; }
-  std::vector<T> gpu_values() const {
-    std::vector<T> out(host_.size());
-    gpu().copy_to_host(out.data(), device_, bytes());
-    return out;
-  }
-  size_t size() const { return host_.size(); }
-
- private:
-  size_t bytes() const { return std::max<size_t>(1, host_.size()) * sizeof(T); }
-  std::vector<T> host_;
-  T* device_ = nullptr;
-};
-
-template <class T>
-void check_twin(const Twin<T>& t, Tolerance tol, const char* what) {
-  const std::vector<T> got = t.gpu_values();
-  CHECK_CLOSE(got.data(), t.cpu_values().data(), t.size(), tol, what);
-}
-template <class T>
-void check_equal(const Twin<T>& t, const char* what) {
-  INFO(what);
-  CHECK(t.gpu_values() == t.cpu_values());
-}
-
-}  // namespace
 
 TEST_CASE("memory: copies, fills of every dtype, an impossible allocation") {
   const auto x = random_floats(1000, 1);
@@ -241,63 +184,6 @@ TEST_CASE("attention: flash kernels against the CPU's probabilities, T=64 NH=4 C
     CHECK(std::string(e.what()).find("model.n_head") != std::string::npos);
   }
 }
-
-namespace {
-
-// Whether the module has cuDNN's fused attention (`info`'s cudnn-frontend line names a version).
-bool module_has_cudnn_sdpa() {
-  for (const std::string& line : sg::cuda_library_versions()) {
-    if (line.rfind("cudnn-frontend ", 0) == 0) return line.rfind("cudnn-frontend none", 0) != 0;
-  }
-  return false;
-}
-
-// One causal attention forward and backward in reduced precision on the GPU against the CPU's
-// fp32 probabilities: out, the log-sum-exp against our fp32 flash kernels' (the backward of
-// either path reads the other's), the dqkv increments (+= onto 0.5), and a second backward
-// bitwise equal to the first (cuDNN's deterministic backward).
-void check_reduced_attention(const char* precision, int B, int T, int C, int NH, uint64_t seed) {
-  struct Fp32Again {  // the later test cases run in fp32, also after a failure here
-    ~Fp32Again() { gpu().set_precision("fp32"); }
-  } fp32_again;
-  CAPTURE(precision);
-  CAPTURE(T);
-  CAPTURE(C / NH);
-  const size_t n_qkv = static_cast<size_t>(B) * T * 3 * C, n_out = static_cast<size_t>(B) * T * C;
-  const size_t n_lse = static_cast<size_t>(B) * NH * T;
-  Twin<float> qkv(random_floats(n_qkv, seed)), out(n_out, 0.0f), lse(n_lse, 0.0f);
-  const sg::AttentionStorage on_cpu = cpu().attention_storage(B, T, NH);
-  std::vector<float> att(on_cpu.state), scratch(on_cpu.scratch);
-  cpu().attention_forward(out.c(), att.data(), qkv.c(), B, T, C, NH);
-  gpu().set_precision(precision);
-  gpu().attention_forward(out.g(), lse.g(), qkv.g(), B, T, C, NH);
-  const auto got_out = out.gpu_values();
-  CHECK(relative_to_largest(got_out.data(), out.cpu_values().data(), n_out) < kReducedRelative);
-  if (C / NH <= 64) {  // our kernels' log-sum-exp, in fp32
-    gpu().set_precision("fp32");
-    Twin<float> out32(n_out, 0.0f), lse32(n_lse, 0.0f);
-    gpu().attention_forward(out32.g(), lse32.g(), qkv.g(), B, T, C, NH);
-    const auto want = lse32.gpu_values(), got = lse.gpu_values();
-    CHECK_CLOSE(got.data(), want.data(), n_lse, sg::test::kBf16, "log-sum-exp");
-    gpu().set_precision(precision);
-  }
-  Twin<float> dout(random_floats(n_out, seed + 1)), dqkv(n_qkv, 0.5f), again(n_qkv, 0.5f);
-  Twin<float> delta(n_lse, 0.0f);
-  cpu().attention_backward(dqkv.c(), scratch.data(), dout.c(), qkv.c(), out.c(), att.data(), B, T,
-                           C, NH);
-  gpu().attention_backward(dqkv.g(), delta.g(), dout.g(), qkv.g(), out.g(), lse.g(), B, T, C, NH);
-  gpu().attention_backward(again.g(), delta.g(), dout.g(), qkv.g(), out.g(), lse.g(), B, T, C, NH);
-  gpu().set_precision("fp32");
-  std::vector<float> got = dqkv.gpu_values(), want = dqkv.cpu_values();
-  CHECK(again.gpu_values() == got);
-  for (size_t i = 0; i < n_qkv; ++i) {  // the increments, not diluted by the start value
-    got[i] -= 0.5f;
-    want[i] -= 0.5f;
-  }
-  CHECK(relative_to_largest(got.data(), want.data(), n_qkv) < kReducedRelative);
-}
-
-}  // namespace
 
 TEST_CASE("attention in bf16 and fp16: cuDNN's fused SDPA where the module has it, T=64 and 37") {
   // Which path ran is on stderr ("attention forward through cuDNN's fused SDPA"); without

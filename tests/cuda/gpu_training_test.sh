@@ -8,6 +8,7 @@
 #   4. deterministic mode on the GPU: 1 process == 2 processes sharing the GPU, bitwise.
 set -uo pipefail
 bin="$1"
+py="${SINGULARITY_PYTHON:-/usr/bin/python3}"  # the GPU kit sets the machine's python3
 if ! "$bin" info 2>/dev/null | grep -q '^cuda device [0-9]'; then
   echo "skipped: no CUDA device visible"
   exit 77
@@ -42,12 +43,12 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # train OUT JOB [--set ...]
 train() { local out="$1" job="$2"; shift 2; "$bin" train "$dir/$job.yaml" --set log.dir="$out" "$@" > "$out.log" 2>&1 || { tail -5 "$out.log"; return 1; }; }
 # metrics.jsonl step lines as "loss grad_norm", one per step
-steps() { /usr/bin/python3 -c '
+steps() { "$py" -c '
 import json, sys
 for l in open(sys.argv[1]):
     d = json.loads(l)
     if "loss" in d: print(d["loss"], d["grad_norm"])' "$1/metrics.jsonl"; }
-close() { /usr/bin/python3 -c '
+close() { "$py" -c '
 import sys
 a = [list(map(float, l.split())) for l in open(sys.argv[1])]
 b = [list(map(float, l.split())) for l in open(sys.argv[2])]

@@ -12,8 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "backend/device.h"
 #include "comm/mpi_communicator.h"
+#include "comm/staged_communicator.h"
 #include "launch/process_world.h"
+#include "tests/guarded_backend.h"
 
 namespace {
 
@@ -134,6 +137,35 @@ void check_all(sg::Communicator& c, const char* what) {
 
 }  // namespace
 
+// A staged (device) communicator over a group of one, as a one-GPU job's data and tensor groups
+// are: the right results, and not one copy between the device and the host (no staging, no
+// NCCL; docs/gpu.md).
+void check_staged_alone(int rank) {
+  sg::test::GuardedBackend device(sg::cpu_backend());
+  auto alone = sg::make_single_process_communicator();
+  sg::StagedCommunicator c(*alone, device);
+  const size_t n = 1000;
+  std::vector<float> host(n);
+  for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>(value(rank, i));
+  auto* a = static_cast<float*>(device.allocate(n * sizeof(float)));
+  auto* b = static_cast<float*>(device.allocate(n * sizeof(float)));
+  device.copy_from_host(a, host.data(), n * sizeof(float));
+  const long before = device.host_copies();
+  c.all_reduce_sum(a, n);
+  c.start_all_reduce_sum(a, n)->wait();
+  c.reduce_scatter_sum(b, a, n);
+  c.all_gather(b, a, n);
+  c.all_gather_in_place(b, n);
+  c.broadcast(b, n * sizeof(float), 0);
+  c.barrier();
+  expect(device.host_copies() == before, "a staged group of one copied through the host", rank);
+  std::vector<float> got(n);
+  device.copy_to_host(got.data(), b, n * sizeof(float));
+  expect(got == host, "a staged group of one changed the data", rank);
+  device.deallocate(a);
+  device.deallocate(b);
+}
+
 int main() {
   auto world = sg::open_world(sg::detect_launcher());
   if (world->size() < 2) {
@@ -145,6 +177,7 @@ int main() {
   check_all(*world, "default chunks");
   auto sub = chunked.split(world->rank() % 2, world->rank());  // chunking survives a split
   if (sub->size() > 1) check_all(*sub, "split group");
+  check_staged_alone(world->rank());
   int total = failures;
   MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (world->rank() == 0) std::printf("%s: %d failure(s)\n", total ? "FAILED" : "passed", total);
