@@ -78,9 +78,11 @@ in_root "cd /tmp && $run singularity train --set train.steps=2 --set devices.pro
 grep -q '^step 2/2' "$work/q2.txt" || fail "the 2-process quickstart did not reach step 2: $(tail -3 "$work/q2.txt")"
 
 # 3. gpu-check without a GPU: a clear stop at the devices stage, its files with plain names.
-in_root "mkdir -p /tmp/out && OUT=/tmp/out $run check; echo \"exit \$?\"; ls /tmp/out" > "$work/check.txt" 2>&1
+in_root "mkdir -p /tmp/out && OUT=/tmp/out $run check; echo \"exit \$?\"; ls /tmp/out;
+         cd /tmp/out && tar -xzf logs.tar.gz ./devices.log && cat devices.log" > "$work/check.txt" 2>&1
 grep -q '^exit 1$' "$work/check.txt" || fail "gpu-check without a GPU did not exit 1: $(tail -5 "$work/check.txt")"
 grep -q '| stop | no CUDA device' "$work/check.txt" || fail "gpu-check did not say why it stopped: $(tail -5 "$work/check.txt")"
+grep -q '^singularity [0-9]' "$work/check.txt" || fail "gpu-check's devices stage did not run info: $(tail -5 "$work/check.txt")"
 for f in summary.md logs.tar.gz nvidia-smi.txt; do
   grep -qx "$f" "$work/check.txt" || fail "gpu-check wrote no $f"
 done
