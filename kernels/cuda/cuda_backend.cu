@@ -82,6 +82,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     SG_CUDA_CHECK(cudaStreamCreateWithPriority(&compute_, cudaStreamNonBlocking, lowest));
     SG_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_, cudaStreamNonBlocking, highest));
     SG_CUDA_CHECK(cudaMallocHost(&host_result_, sizeof(double)));
+    SG_CUDA_CHECK(cudaEventCreateWithFlags(&comm_collective_, cudaEventDisableTiming));
     gemm_ = std::make_unique<cuda::CublasLtGemm>(compute_, scratch_);
     attention_ = std::make_unique<cuda::AttentionOp>(compute_, scratch_, device_);
     timer_ = std::make_unique<cuda::OpTimer>(compute_);
@@ -103,6 +104,8 @@ void CudaBackend::release() noexcept {
   conv_.reset();
   gemm_.reset();
   if (host_result_ != nullptr) cudaFreeHost(host_result_);
+  if (comm_collective_ != nullptr) cudaEventDestroy(comm_collective_);
+  comm_collective_ = nullptr;
   if (comm_ != nullptr) cudaStreamDestroy(comm_);
   if (compute_ != nullptr) cudaStreamDestroy(compute_);
   host_result_ = nullptr;
@@ -113,6 +116,17 @@ void CudaBackend::activate() const {
   int current = -1;
   SG_CUDA_CHECK(cudaGetDevice(&current));
   if (current != device_) SG_CUDA_CHECK(cudaSetDevice(device_));
+}
+
+void CudaBackend::note_comm_stream_collective() {
+  SG_CUDA_CHECK(cudaEventRecord(comm_collective_, comm_));
+  comm_collective_pending_ = true;
+}
+
+void CudaBackend::order_after_comm_stream_collective() {
+  if (!comm_collective_pending_) return;
+  SG_CUDA_CHECK(cudaStreamWaitEvent(compute_, comm_collective_, 0));
+  comm_collective_pending_ = false;
 }
 
 void CudaBackend::set_precision(const std::string& precision) {

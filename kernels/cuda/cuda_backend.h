@@ -38,6 +38,11 @@ class CudaBackend final : public Backend {
 
   cudaStream_t compute_stream() const { return compute_; }
   cudaStream_t comm_stream() const { return comm_; }
+  // NCCL's order across this device's communicators (nccl_communicator.h): the collective just
+  // queued on the comm stream is noted, and the compute stream's next collective waits for it,
+  // so this process's NCCL kernels run one communicator's after another's in program order.
+  void note_comm_stream_collective();
+  void order_after_comm_stream_collective();
   int device_index() const { return device_; }
   // Makes this backend's GPU the current device of the calling thread (every op does).
   void activate() const;
@@ -198,6 +203,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::AttentionOp> attention_;
   std::unique_ptr<cuda::OpTimer> timer_;
   double* host_result_ = nullptr;  // pinned: sum_of_squares' result comes back through it
+  cudaEvent_t comm_collective_ = nullptr;  // the last collective queued on comm_
+  bool comm_collective_pending_ = false;   // recorded since compute last waited for it
 };
 
 }  // namespace sg

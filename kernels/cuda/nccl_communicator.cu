@@ -163,6 +163,7 @@ void NcclCommunicator::issue_group(void* recv_data, size_t recv_bytes, int recv_
   const bool receive = recv_source >= 0;
   if (pending_.empty() && !receive) return;
   const cudaStream_t stream = backend_.compute_stream();
+  backend_.order_after_comm_stream_collective();
   SG_NCCL_CHECK(ncclGroupStart());
   try {
     for (const PendingSend& p : pending_) {
@@ -193,6 +194,7 @@ void NcclCommunicator::all_reduce(void* data, size_t n, DType dtype, ReduceOp op
   check_async_error();
   issue_pending_sends();
   const NcclElements e = nccl_elements(dtype, n, true);
+  backend_.order_after_comm_stream_collective();
   SG_NCCL_CHECK(ncclAllReduce(data, data, e.count, e.type, nccl_op(op), comm_,
                               backend_.compute_stream()));
 }
@@ -208,6 +210,7 @@ CommHandle NcclCommunicator::start_all_reduce(void* data, size_t n, DType dtype,
   SG_CUDA_CHECK(cudaStreamWaitEvent(backend_.comm_stream(), ready.get(), 0));
   SG_NCCL_CHECK(ncclAllReduce(data, data, e.count, e.type, nccl_op(op), comm_,
                               backend_.comm_stream()));
+  backend_.note_comm_stream_collective();
   auto done = std::make_shared<Event>();
   SG_CUDA_CHECK(cudaEventRecord(done->get(), backend_.comm_stream()));
   return std::make_unique<StreamRequest>(std::move(done), backend_.compute_stream(), *this);
@@ -218,6 +221,7 @@ void NcclCommunicator::reduce_scatter(void* out, const void* in, size_t n_per_ra
   check_async_error();
   issue_pending_sends();
   const NcclElements e = nccl_elements(dtype, n_per_rank, true);
+  backend_.order_after_comm_stream_collective();
   SG_NCCL_CHECK(ncclReduceScatter(in, out, e.count, e.type, nccl_op(op), comm_,
                                   backend_.compute_stream()));
 }
@@ -227,6 +231,7 @@ void NcclCommunicator::all_gather_into(void* out, const void* in, size_t n_per_r
   check_async_error();
   issue_pending_sends();
   const NcclElements e = nccl_elements(dtype, n_per_rank, false);
+  backend_.order_after_comm_stream_collective();
   SG_NCCL_CHECK(ncclAllGather(in, out, e.count, e.type, comm_, backend_.compute_stream()));
 }
 
@@ -237,6 +242,7 @@ void NcclCommunicator::all_gather_inplace(void* buf, size_t n_per_rank, DType dt
   // In place as NCCL defines it: this rank's slice is already where the result puts it.
   const void* mine = static_cast<const char*>(buf) +
                      static_cast<size_t>(rank_) * n_per_rank * dtype_size(dtype);
+  backend_.order_after_comm_stream_collective();
   SG_NCCL_CHECK(ncclAllGather(mine, buf, e.count, e.type, comm_, backend_.compute_stream()));
 }
 
@@ -247,6 +253,7 @@ void NcclCommunicator::broadcast(void* data, size_t bytes, int root) {
                    std::to_string(size_) + "-rank group");
   }
   issue_pending_sends();
+  backend_.order_after_comm_stream_collective();
   SG_NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, backend_.compute_stream()));
 }
 
@@ -277,6 +284,7 @@ CommHandle NcclCommunicator::start_send(const void* data, size_t bytes, int dest
 void NcclCommunicator::barrier() {
   check_async_error();
   issue_pending_sends();
+  backend_.order_after_comm_stream_collective();
   // Every rank's all-reduce completes only when all have issued theirs.
   SG_NCCL_CHECK(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_,
                               backend_.compute_stream()));

@@ -9,6 +9,19 @@
 // stream after an event from compute; its handle's wait() makes compute wait for it (no host
 // block) and test() asks whether it is done.
 //
+// Order across communicators: the data group's all-reduces run on the comm stream while the
+// tensor group's collectives run on compute, two communicators on two streams, which NCCL's
+// documentation warns can deadlock: each rank's NCCL kernels may occupy the GPU waiting for
+// peers, and nothing makes two ranks run the two communicators' kernels in the same order.
+// So every collective on compute first waits (cudaStreamWaitEvent, no host block) for the last
+// one queued on the comm stream (CudaBackend::order_after_comm_stream_collective), and every
+// comm-stream collective starts after compute's work queued before it (the `ready` event). This
+// process's NCCL kernels then run in its program order, one at a time across communicators; and
+// every rank issues its collectives in the same program order (the same layers, buckets and
+// micro-batches), so no rank waits in one communicator for a peer that waits in another. The
+// price: a tensor-group collective waits for the data-parallel bucket queued before it, where
+// before the two could overlap; compute kernels still overlap the buckets.
+//
 // Point to point: NCCL runs one operation of a communicator at a time, and a send may wait for
 // its receive, so two neighbours that each send and then receive would deadlock. start_send
 // therefore only records the send; it is issued together with this rank's next recv in one NCCL

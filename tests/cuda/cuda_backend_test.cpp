@@ -441,6 +441,53 @@ TEST_CASE("optimizers: AdamW, SGD with Nesterov momentum (a clipping factor in s
   CHECK(norm_gpu == doctest::Approx(norm_cpu).epsilon(1e-12));
 }
 
+TEST_CASE("scale, and the ops the CUDA backend leaves to the Backend's composites") {
+  const long n = 5000;
+  Twin<float> x(random_floats(n, 111)), y(random_floats(n, 112));
+  cpu().scale(x.c(), 0.375f, n);
+  gpu().scale(x.g(), 0.375f, n);
+  check_equal(x, "scale");
+
+  const int N = 45, C = 96;  // residual + layer norm in one call
+  Twin<float> w(random_floats(C, 113, 0.5f, 1.5f)), b(random_floats(C, 114));
+  Twin<float> residual(static_cast<size_t>(N) * C, 0.0f), out(residual.size(), 0.0f);
+  Twin<float> mean(N, 0.0f), rstd(N, 0.0f);
+  cpu().residual_layernorm_forward(residual.c(), out.c(), mean.c(), rstd.c(), x.c(), y.c(), w.c(), b.c(), N, C);
+  gpu().residual_layernorm_forward(residual.g(), out.g(), mean.g(), rstd.g(), x.g(), y.g(), w.g(), b.g(), N, C);
+  check_equal(residual, "residual_layernorm_forward residual");
+  check_twin(out, kAccumulated, "residual_layernorm_forward out");
+
+  const long M = 300;  // a residual block's last batch norm, forward with its sum and ReLU
+  const int K = 12;
+  Twin<float> a(random_floats(static_cast<size_t>(M) * K, 115)), skip(random_floats(static_cast<size_t>(M) * K, 116));
+  Twin<float> gamma(random_floats(K, 117, 0.5f, 1.5f)), beta(random_floats(K, 118));
+  Twin<float> bn(a.size(), 0.0f), bmean(K, 0.0f), bvar(K, 0.0f);
+  cpu().batchnorm_add_relu_forward_train(bn.c(), bmean.c(), bvar.c(), a.c(), gamma.c(), beta.c(), skip.c(), M, K, 1e-5f);
+  gpu().batchnorm_add_relu_forward_train(bn.g(), bmean.g(), bvar.g(), a.g(), gamma.g(), beta.g(), skip.g(), M, K, 1e-5f);
+  check_twin(bn, kAccumulated, "batchnorm_add_relu_forward_train");
+  Twin<float> dout(random_floats(a.size(), 119)), g(random_floats(a.size(), 120));
+  Twin<float> dinp(a.size(), 0.0f), dgamma(K, 0.5f), dbeta(K, -0.5f);
+  cpu().batchnorm_add_relu_backward(dinp.c(), dgamma.c(), dbeta.c(), dout.c(), g.c(), bn.c(), a.c(), bmean.c(), bvar.c(), gamma.c(), M, K, 1e-5f);
+  gpu().batchnorm_add_relu_backward(dinp.g(), dgamma.g(), dbeta.g(), dout.g(), g.g(), bn.g(), a.g(), bmean.g(), bvar.g(), gamma.g(), M, K, 1e-5f);
+  check_twin(dout, kAccumulated, "batchnorm_add_relu_backward dout (the sum through the ReLU)");
+  check_twin(dinp, kAccumulated, "batchnorm_add_relu_backward dinp");
+  check_twin(dgamma, kAccumulated, "batchnorm_add_relu_backward dgamma");
+
+  // Optimizer ranges with gaps and their own decays.
+  const std::vector<sg::UpdateRange> ranges = {{0, 1000, 0.1f}, {1500, 4000, 0.0f}, {4000, 5000, 0.05f}};
+  Twin<float> p(random_floats(n, 121)), m(n, 0.0f), v(n, 0.0f), grad(random_floats(n, 122, -0.1f, 0.1f));
+  cpu().adamw_update_ranges(p.c(), m.c(), v.c(), grad.c(), ranges, 1e-2f, 0.9f, 0.95f, 1e-8f, 1, 0.5f);
+  gpu().adamw_update_ranges(p.g(), m.g(), v.g(), grad.g(), ranges, 1e-2f, 0.9f, 0.95f, 1e-8f, 1, 0.5f);
+  check_twin(p, kAccumulated, "adamw_update_ranges params");
+  Twin<float> q(random_floats(n, 123)), buf(n, 0.0f);
+  cpu().sgd_update_ranges(q.c(), buf.c(), grad.c(), ranges, 0.1f, 0.9f, true, 1.0f);
+  gpu().sgd_update_ranges(q.g(), buf.g(), grad.g(), ranges, 0.1f, 0.9f, true, 1.0f);
+  check_twin(q, kAccumulated, "sgd_update_ranges params");
+  check_twin(buf, kAccumulated, "sgd_update_ranges momentum");
+  CHECK(gpu().device_memory_peak() > 0);
+  CHECK(gpu().name() == "cuda");
+}
+
 int main(int argc, char** argv) {
   if (!sg::cuda_backend_compiled()) {
     std::puts("skipped: built without the CUDA backend");

@@ -24,12 +24,14 @@
 #include "kernels/relu.h"
 #include "kernels/residual.h"
 #include "kernels/pool.h"
+#include "tensor/dtype.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/tolerance.h"
 
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/backend_kernels.cuh"
+#include "kernels/cuda/casts.cuh"
 #include "kernels/cuda/convnet.cuh"
 #include "kernels/cuda/crossentropy.cuh"
 #include "kernels/cuda/encoder.cuh"
@@ -394,4 +396,68 @@ TEST_CASE("emulated GPU: fills of 2- and 8-byte patterns, the classifier's flag 
   sg::cuda::count_flags(&top1, &top5, f1.data(), f5.data(), N, kStream);
   CHECK(top1 == std::count(f1.begin(), f1.end(), 1));
   CHECK(top5 == std::count(f5.begin(), f5.end(), 1));
+}
+
+TEST_CASE("emulated GPU: scale, fill, the 16-bit casts and their accumulation, forward-only classifier loss") {
+  const long n = 3001;  // past the emulation's 8 blocks of 256: the grid-stride loops wrap
+  const auto x = random_floats(n, 101, -3.0f, 3.0f);
+  std::vector<float> got = x;
+  sg::cuda::scale(got.data(), 0.375f, n, kStream);
+  for (long i = 0; i < n; ++i) REQUIRE(got[i] == x[i] * 0.375f);
+  sg::cuda::fill(got.data(), -2.5f, n, kStream);
+  CHECK(std::count(got.begin(), got.end(), -2.5f) == n);
+
+  // Round to nearest even into bf16 and fp16, back exactly, and += onto a start value.
+  std::vector<__nv_bfloat16> b16(n);
+  std::vector<__half> h16(n);
+  sg::cuda::cast_to_16bit(b16.data(), x.data(), n, kStream);
+  sg::cuda::cast_to_16bit(h16.data(), x.data(), n, kStream);
+  std::vector<float> b_back(n), h_back(n), acc(n, 0.5f);
+  sg::cuda::cast_from_16bit(b_back.data(), b16.data(), n, kStream);
+  sg::cuda::cast_from_16bit(h_back.data(), h16.data(), n, kStream);
+  for (long i = 0; i < n; ++i) {
+    REQUIRE(b_back[i] == sg::bf16_to_float(sg::float_to_bf16(x[i])));
+    REQUIRE(h_back[i] == sg::half_to_float(sg::float_to_half(x[i])));
+  }
+  sg::cuda::accumulate_16bit(acc.data(), b16.data(), n, kStream);
+  for (long i = 0; i < n; ++i) REQUIRE(acc[i] == 0.5f + b_back[i]);
+
+  // Evaluation: losses only, no gradient pointer.
+  const int N = 6, K = 1000;
+  const auto logits = random_floats(static_cast<size_t>(N) * K, 102, -3.0f, 3.0f);
+  const auto labels = random_ints(N, 103, 0, K - 1);
+  std::vector<float> l_ref(N), l(N);
+  sg::cpu::classifier_loss_forward_backward(l_ref.data(), nullptr, logits.data(), labels.data(), 0.1f, 0.0f, N, K);
+  sg::cuda::classifier_loss_forward_backward(l.data(), nullptr, logits.data(), labels.data(), 0.1f, 0.0f, N, K, kStream);
+  CHECK_CLOSE(l.data(), l_ref.data(), N, kFp32, "evaluation losses");
+}
+
+TEST_CASE("emulated GPU: real launch shapes: C = 768 over many rows, V = 50304, bands past the grid") {
+  const int N = 70, C = 768;  // GPT-2 124M's width over more rows than one block takes
+  const auto x = random_floats(static_cast<size_t>(N) * C, 111, -2.0f, 3.0f);
+  const auto w = random_floats(C, 112, 0.5f, 1.5f), b = random_floats(C, 113);
+  std::vector<float> y_ref(x.size()), y(x.size()), m_ref(N), m(N), s_ref(N), s(N);
+  sg::cpu::layernorm_forward(y_ref.data(), m_ref.data(), s_ref.data(), x.data(), w.data(), b.data(), N, C);
+  sg::cuda::layernorm_forward(y.data(), m.data(), s.data(), x.data(), w.data(), b.data(), N, C, kStream);
+  CHECK_CLOSE(y.data(), y_ref.data(), y.size(), kFp32, "layernorm at C = 768");
+
+  const int rows = 3, V = 50257, Vp = 50304;  // the padded GPT-2 vocabulary
+  const auto logits = random_floats(static_cast<size_t>(rows) * Vp, 114, -8.0f, 8.0f);
+  const auto targets = random_ints(rows, 115, 0, V - 1);
+  std::vector<float> l_ref(rows), l(rows), d_ref = logits, d = logits;
+  sg::cpu::crossentropy_forward_backward(l_ref.data(), d_ref.data(), d_ref.data(), targets.data(), 1.0f / rows, rows, V, Vp);
+  sg::cuda::crossentropy_forward_backward(l.data(), d.data(), d.data(), targets.data(), 1.0f / rows, rows, V, Vp, kStream);
+  CHECK_CLOSE(l.data(), l_ref.data(), rows, kFp32, "losses at V = 50304");
+  CHECK_CLOSE(d.data(), d_ref.data(), d.size(), kFp32, "dlogits at V = 50304");
+
+  // More bands of 256 rows than the emulation's grid rows (8; 65535 on a GPU): the band loop
+  // strides, as ResNet's batch norms beyond 16.8 M rows do on a GPU.
+  const long M = 12 * 256 + 17;
+  const int K = 5;
+  const auto a = random_floats(static_cast<size_t>(M) * K, 116, -1.0f, 2.0f);
+  std::vector<double> sums_ref(2 * K), sums(2 * K), scratch(static_cast<size_t>(sg::cuda::batchnorm_sums_scratch(M, K)));
+  REQUIRE(sg::cuda::band_rows((M + 255) / 256) < (M + 255) / 256);
+  sg::cpu::batchnorm_sums(sums_ref.data(), a.data(), M, K);
+  sg::cuda::batchnorm_sums(sums.data(), scratch.data(), a.data(), M, K, kStream);
+  CHECK_CLOSE(sums.data(), sums_ref.data(), sums.size(), kFp32, "sums over 13 bands");
 }

@@ -41,7 +41,7 @@ YAML
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # train OUT JOB [--set ...]
-train() { local out="$1" job="$2"; shift 2; "$bin" train "$dir/$job.yaml" --set log.dir="$out" "$@" > "$out.log" 2>&1 || { tail -5 "$out.log"; return 1; }; }
+train() { local out="$1" job="$2"; shift 2; "$bin" train "$dir/$job.yaml" --set log.dir="$out" "$@" > "$out.log" 2>&1 || { echo "--- $out.log"; grep -v '^step ' "$out.log" | tail -40; return 1; }; }
 # metrics.jsonl step lines as "loss grad_norm", one per step
 steps() { "$py" -c '
 import json, sys
