@@ -17,6 +17,21 @@ constexpr int kMaxHeadSize = 64;
 
 namespace kernel {
 
+// A tile's rows [first, first + kAttentionTile) of one head (hs channels from `at`, rows `stride`
+// apart) into shared memory, zeros past T. The block's threads take consecutive channels of one
+// row at a time: global reads coalesced, shared writes to consecutive banks. (Each thread taking
+// a row of its own, as before, read 3C floats apart and wrote 64 floats apart: one bank, a
+// 32-way conflict on every store.)
+__device__ __forceinline__ void load_rows(float (*tile)[kMaxHeadSize], const float* at,
+                                          long stride, int first, int T, int hs) {
+  for (int r = 0; r < kAttentionTile; ++r) {
+    const int row = first + r;
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
+      tile[r][d] = row < T ? at[row * stride + d] : 0.0f;
+    }
+  }
+}
+
 __global__ void attention_forward(float* out, float* lse, const float* qkv, int T, int C, int NH) {
   __shared__ float keys[kAttentionTile][kMaxHeadSize];
   __shared__ float values[kAttentionTile][kMaxHeadSize];
@@ -32,11 +47,8 @@ __global__ void attention_forward(float* out, float* lse, const float* qkv, int 
   }
   float m = -INFINITY, l = 0.0f;
   for (int tile = 0; tile <= static_cast<int>(blockIdx.x); ++tile) {
-    const int kj = tile * kAttentionTile + threadIdx.x;
-    for (int d = 0; d < hs; ++d) {
-      keys[threadIdx.x][d] = kj < T ? base[kj * stride + C + h * hs + d] : 0.0f;
-      values[threadIdx.x][d] = kj < T ? base[kj * stride + 2 * C + h * hs + d] : 0.0f;
-    }
+    load_rows(keys, base + C + h * hs, stride, tile * kAttentionTile, T, hs);
+    load_rows(values, base + 2 * C + h * hs, stride, tile * kAttentionTile, T, hs);
     __syncthreads();
     for (int j = 0; j < kAttentionTile && qi < T; ++j) {
       const int key = tile * kAttentionTile + j;
@@ -91,10 +103,8 @@ __global__ void attention_backward_kv(float* dqkv, const float* dout, const floa
   const int tiles = (T + kAttentionTile - 1) / kAttentionTile;
   for (int tile = blockIdx.x; tile < tiles; ++tile) {
     const int qr = tile * kAttentionTile + threadIdx.x;
-    for (int d = 0; d < hs; ++d) {
-      queries[threadIdx.x][d] = qr < T ? base[qr * stride + h * hs + d] : 0.0f;
-      grads[threadIdx.x][d] = qr < T ? dout[(static_cast<long>(b) * T + qr) * C + h * hs + d] : 0.0f;
-    }
+    load_rows(queries, base + h * hs, stride, tile * kAttentionTile, T, hs);
+    load_rows(grads, dout + static_cast<long>(b) * T * C + h * hs, C, tile * kAttentionTile, T, hs);
     tile_lse[threadIdx.x] = qr < T ? lse[(static_cast<long>(b) * NH + h) * T + qr] : 0.0f;
     tile_delta[threadIdx.x] = qr < T ? delta[(static_cast<long>(b) * NH + h) * T + qr] : 0.0f;
     __syncthreads();
@@ -143,11 +153,8 @@ __global__ void attention_backward_q(float* dqkv, const float* dout, const float
   const float row_lse = qi < T ? lse[(static_cast<long>(b) * NH + h) * T + qi] : 0.0f;
   const float row_delta = qi < T ? delta[(static_cast<long>(b) * NH + h) * T + qi] : 0.0f;
   for (int tile = 0; tile <= static_cast<int>(blockIdx.x); ++tile) {
-    const int kj = tile * kAttentionTile + threadIdx.x;
-    for (int d = 0; d < hs; ++d) {
-      keys[threadIdx.x][d] = kj < T ? base[kj * stride + C + h * hs + d] : 0.0f;
-      values[threadIdx.x][d] = kj < T ? base[kj * stride + 2 * C + h * hs + d] : 0.0f;
-    }
+    load_rows(keys, base + C + h * hs, stride, tile * kAttentionTile, T, hs);
+    load_rows(values, base + 2 * C + h * hs, stride, tile * kAttentionTile, T, hs);
     __syncthreads();
     for (int j = 0; j < kAttentionTile && qi < T; ++j) {
       const int key = tile * kAttentionTile + j;
