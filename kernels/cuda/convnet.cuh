@@ -84,7 +84,7 @@ __global__ void global_avgpool_backward(float* dinp, const float* dout, int N, i
 __global__ void batchnorm_band_sums(double* partial, const float* a, const float* b,
                                     const float* mean, const float* var, float eps, long M, int C,
                                     int mode) {
-  // Bands stride over the grid's rows: a launch holds at most 65535 of them (M > 16.8 M rows).
+  // Bands stride over the grid's rows (strided_grid: at most 65535, reached above 16.8 M rows).
   const long bands = (M + kBatchnormBand - 1) / kBatchnormBand;
   for (long band = blockIdx.y; band < bands; band += gridDim.y) {
     const long first = band * kBatchnormBand;
@@ -201,17 +201,6 @@ inline void global_avgpool_backward(float* dinp, const float* dout, int N, int H
             dim3(256), 0, s, dinp, dout, N, HW, C);
 }
 
-// The grid's rows for `bands` bands: at most the 65535 a launch allows (the CPU emulation: 8, so
-// its tests reach the stride); the kernel strides over the rest.
-inline unsigned band_rows(long bands) {
-#if defined(__CUDACC__)
-  constexpr long kMaxRows = 65535;
-#else
-  constexpr long kMaxRows = 8;
-#endif
-  return static_cast<unsigned>(bands < kMaxRows ? (bands > 0 ? bands : 1) : kMaxRows);
-}
-
 // Doubles of scratch the batch-norm sums need for M rows of C channels.
 inline long batchnorm_sums_scratch(long M, int C) {
   return (M + kBatchnormBand - 1) / kBatchnormBand * 2 * C;
@@ -219,7 +208,7 @@ inline long batchnorm_sums_scratch(long M, int C) {
 
 inline void batchnorm_sums(double* sums, double* scratch, const float* inp, long M, int C, Stream s) {
   const long bands = (M + kBatchnormBand - 1) / kBatchnormBand;
-  SG_LAUNCH(kernel::batchnorm_band_sums, dim3(blocks_for(C, 128), band_rows(bands)),
+  SG_LAUNCH(kernel::batchnorm_band_sums, dim3(blocks_for(C, 128), strided_grid(bands)),
             dim3(128), 0, s, scratch, inp, nullptr, nullptr, nullptr, 0.0f, M, C, 0);
   SG_LAUNCH(kernel::batchnorm_reduce_bands, dim3(blocks_for(C, 128)), dim3(128), 0, s, sums,
             nullptr, nullptr, scratch, bands, C);
@@ -239,7 +228,7 @@ inline void batchnorm_backward_sums(double* sums, double* scratch, float* dgamma
                                     const float* dout, const float* inp, const float* mean,
                                     const float* var, long M, int C, float eps, Stream s) {
   const long bands = (M + kBatchnormBand - 1) / kBatchnormBand;
-  SG_LAUNCH(kernel::batchnorm_band_sums, dim3(blocks_for(C, 128), band_rows(bands)),
+  SG_LAUNCH(kernel::batchnorm_band_sums, dim3(blocks_for(C, 128), strided_grid(bands)),
             dim3(128), 0, s, scratch, dout, inp, mean, var, eps, M, C, 1);
   SG_LAUNCH(kernel::batchnorm_reduce_bands, dim3(blocks_for(C, 128)), dim3(128), 0, s, sums,
             dgamma, dbeta, scratch, bands, C);

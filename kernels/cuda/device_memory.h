@@ -74,20 +74,18 @@ class DeviceScratch {
     if (bytes <= capacity_) return data_;
     constexpr size_t kGranule = size_t{1} << 20;  // whole MiB: fewer regrowths
     const size_t rounded = (bytes + kGranule - 1) / kGranule * kGranule;
-    if (stream_ordered()) {
-      if (data_ != nullptr) SG_CUDA_CHECK(cudaFreeAsync(data_, stream));
-      data_ = nullptr;
-      capacity_ = 0;
+    const bool ordered = stream_ordered();
+    if (!ordered) SG_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (data_ != nullptr) SG_CUDA_CHECK(ordered ? cudaFreeAsync(data_, stream) : cudaFree(data_));
+    data_ = nullptr;
+    capacity_ = 0;
+    if (ordered) {
       void* fresh = nullptr;
       const cudaError_t status = cudaMallocAsync(&fresh, rounded, stream);
       if (status == cudaErrorMemoryAllocation) throw_out_of_memory(rounded, "backend scratch");
       SG_CUDA_CHECK(status);
       data_ = static_cast<unsigned char*>(fresh);
     } else {
-      SG_CUDA_CHECK(cudaStreamSynchronize(stream));
-      if (data_ != nullptr) SG_CUDA_CHECK(cudaFree(data_));
-      data_ = nullptr;
-      capacity_ = 0;
       data_ = static_cast<unsigned char*>(allocate_device(rounded, "backend scratch"));
     }
     capacity_ = rounded;

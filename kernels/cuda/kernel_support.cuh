@@ -46,18 +46,22 @@ inline unsigned blocks_for(long n, unsigned threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
 }
 
-// Blocks of 256 threads for a grid-stride loop over n elements: enough to fill a GPU (at most
-// 65535); the CPU emulation takes at most 8, since the kernel does not depend on the grid's size
-// and every emulated block costs two barriers of all its threads.
-inline unsigned grid_stride_blocks(long n) {
+// Grid blocks (along x, or rows along y) for `wanted` units of a kernel that strides over what
+// the grid does not cover: at least 1 and at most 65535 (a launch's limit along y, and enough to
+// fill a GPU along x). The CPU emulation takes at most 8, since such a kernel does not depend on
+// the grid's size, every emulated block costs two barriers of all its threads, and its tests
+// then reach the stride.
+inline unsigned strided_grid(long wanted) {
 #if defined(__CUDACC__)
-  constexpr unsigned kMaxBlocks = 65535;
+  constexpr long kMaxBlocks = 65535;
 #else
-  constexpr unsigned kMaxBlocks = 8;
+  constexpr long kMaxBlocks = 8;
 #endif
-  const unsigned b = blocks_for(n, 256);
-  return b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b);
+  return static_cast<unsigned>(wanted < 1 ? 1 : (wanted > kMaxBlocks ? kMaxBlocks : wanted));
 }
+
+// Blocks of 256 threads for a grid-stride loop over n elements.
+inline unsigned grid_stride_blocks(long n) { return strided_grid(blocks_for(n, 256)); }
 
 // Sum over a warp, the same order in every lane (butterfly).
 __device__ __forceinline__ float warp_sum(float v) {

@@ -488,15 +488,4 @@ TEST_CASE("scale, and the ops the CUDA backend leaves to the Backend's composite
   CHECK(gpu().name() == "cuda");
 }
 
-int main(int argc, char** argv) {
-  if (!sg::cuda_backend_compiled()) {
-    std::puts("skipped: built without the CUDA backend");
-    return 77;
-  }
-  if (sg::cuda_devices().empty()) {
-    std::puts("skipped: no CUDA device visible");
-    return 77;
-  }
-  doctest::Context context(argc, argv);
-  return context.run();
-}
+int main(int argc, char** argv) { return run_gpu_tests(argc, argv); }

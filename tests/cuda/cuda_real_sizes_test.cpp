@@ -215,15 +215,4 @@ TEST_CASE("ResNet-50's batch norm and pooling at batch 32, and a batch norm over
   check_twin(logits, kAccumulated, "classifier dlogits");
 }
 
-int main(int argc, char** argv) {
-  if (!sg::cuda_backend_compiled()) {
-    std::puts("skipped: built without the CUDA backend");
-    return 77;
-  }
-  if (sg::cuda_devices().empty()) {
-    std::puts("skipped: no CUDA device visible");
-    return 77;
-  }
-  doctest::Context context(argc, argv);
-  return context.run();
-}
+int main(int argc, char** argv) { return run_gpu_tests(argc, argv); }

@@ -456,7 +456,7 @@ TEST_CASE("emulated GPU: real launch shapes: C = 768 over many rows, V = 50304, 
   const int K = 5;
   const auto a = random_floats(static_cast<size_t>(M) * K, 116, -1.0f, 2.0f);
   std::vector<double> sums_ref(2 * K), sums(2 * K), scratch(static_cast<size_t>(sg::cuda::batchnorm_sums_scratch(M, K)));
-  REQUIRE(sg::cuda::band_rows((M + 255) / 256) < (M + 255) / 256);
+  REQUIRE(sg::cuda::strided_grid((M + 255) / 256) < (M + 255) / 256);
   sg::cpu::batchnorm_sums(sums_ref.data(), a.data(), M, K);
   sg::cuda::batchnorm_sums(sums.data(), scratch.data(), a.data(), M, K, kStream);
   CHECK_CLOSE(sums.data(), sums_ref.data(), sums.size(), kFp32, "sums over 13 bands");

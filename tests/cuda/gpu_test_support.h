@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -122,6 +123,21 @@ inline void check_reduced_attention(const char* precision, int B, int T, int C, 
     want[i] -= 0.5f;
   }
   CHECK(relative_to_largest(got.data(), want.data(), n_qkv) < kReducedRelative);
+}
+
+// The GPU test binaries' main: 77 (skipped, for Meson) without the CUDA backend or a GPU, else
+// doctest's run.
+inline int run_gpu_tests(int argc, char** argv) {
+  if (!sg::cuda_backend_compiled()) {
+    std::puts("skipped: built without the CUDA backend");
+    return 77;
+  }
+  if (sg::cuda_devices().empty()) {
+    std::puts("skipped: no CUDA device visible");
+    return 77;
+  }
+  doctest::Context context(argc, argv);
+  return context.run();
 }
 
 }  // namespace sg::test::gpu_support
