@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/sweep_command.h"
 #include "launch/process_world.h"
+#include "launch/stop_signal.h"
 #include "util/error.h"
 
 namespace {
@@ -51,7 +52,10 @@ int report_and_exit(const char* message, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg::reexec_with_best_blas_core(argv);
+  // Before any thread of ours starts: stop signals go to one thread only (launch/stop_signal.h).
+  const bool blocked_from_start = sg::block_stop_signals();
+  sg::reexec_with_best_blas_core(argv, !blocked_from_start);
+  sg::start_signal_thread();
   sg::remember_arguments(argc, argv);
   CLI::App app{"singularity: train large neural networks from a YAML job spec"};
   app.set_version_flag("--version", std::string("singularity ") + SINGULARITY_VERSION);

@@ -36,9 +36,14 @@ const char* preferred_openblas_core() {
   return nullptr;
 }
 
-void reexec_with_best_blas_core(char** argv) {
-  if (std::getenv("SINGULARITY_BLAS_REEXEC") != nullptr) return;  // already tried once
-  bool changed = false;
+void reexec_with_best_blas_core(char** argv, bool reexec_anyway) {
+  if (std::getenv("SINGULARITY_BLAS_REEXEC") != nullptr) {
+    // This image is the re-execution: never again, and the processes it starts (a launcher's
+    // ranks) decide for themselves.
+    unsetenv("SINGULARITY_BLAS_REEXEC");
+    return;
+  }
+  bool changed = reexec_anyway;
   if (const char* core = preferred_openblas_core()) {
     setenv("OPENBLAS_CORETYPE", core, 1);
     changed = true;
@@ -54,6 +59,14 @@ void reexec_with_best_blas_core(char** argv) {
   }
   if (!changed) return;
   setenv("SINGULARITY_BLAS_REEXEC", "1", 1);
+  // The file itself rather than /proc/self/exe, so the process keeps its name (ps, pgrep and
+  // top show "singularity", not "exe").
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = 0;
+    execv(self, argv);
+  }
   execv("/proc/self/exe", argv);
   // exec failed (no /proc): carry on with the slower kernels rather than fail.
 }

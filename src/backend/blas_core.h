@@ -26,8 +26,9 @@ namespace sg {
 const char* preferred_openblas_core();
 
 // Call first thing in main(): re-executes the program (at most once) with OPENBLAS_CORETYPE,
-// OMP_WAIT_POLICY and OPENBLAS_THREAD_TIMEOUT set where they are unset and should be; otherwise
-// returns.
-void reexec_with_best_blas_core(char** argv);
+// OMP_WAIT_POLICY and OPENBLAS_THREAD_TIMEOUT set where they are unset and should be, or when
+// `reexec_anyway` (the caller needs a fresh image for a reason of its own: stop_signal.h);
+// otherwise returns.
+void reexec_with_best_blas_core(char** argv, bool reexec_anyway = false);
 
 }  // namespace sg

@@ -76,14 +76,16 @@ const CudaModuleApi& module() {
       void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (handle == nullptr) {
         const char* why = dlerror();
-        tried += "\n  " + path + ": " + (why != nullptr ? why : "not loadable");
+        tried += std::string(tried.empty() ? " " : "; ") + path + " (" +
+                 (why != nullptr ? why : "not loadable") + ")";
         continue;
       }
       using Entry = const CudaModuleApi* (*)();
       auto entry = reinterpret_cast<Entry>(dlsym(handle, SINGULARITY_CUDA_MODULE_ENTRY));
       const CudaModuleApi* found = entry != nullptr ? entry() : nullptr;
       if (found == nullptr || found->version != CudaModuleApi::kVersion) {
-        tried += "\n  " + path + ": not this build's CUDA module (rebuild)";
+        tried += std::string(tried.empty() ? " " : "; ") + path +
+                 " (not this build's CUDA module: rebuild)";
         continue;
       }
       api = found;  // the handle stays open for the life of the process

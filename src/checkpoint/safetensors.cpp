@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "checkpoint/json_fields.h"
 #include "util/error.h"
 
 namespace sg {
@@ -57,7 +58,8 @@ FileDigest write_safetensors(const std::string& path, const std::vector<TensorRe
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
-  const std::string corrupt = "; the file is corrupt or not a safetensors file";
+  const std::string advice = "the file is corrupt or not a safetensors file";
+  const std::string corrupt = "; " + advice;
   const uint64_t file_bytes = file_.size();
   if (file_bytes < 8)
     throw RunError(path + ": file is " + std::to_string(file_bytes) +
@@ -68,13 +70,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
     throw RunError(path + ": header length " + std::to_string(header_bytes) +
                    " does not fit in the " + std::to_string(file_bytes) + "-byte file" + corrupt);
   const char* text = reinterpret_cast<const char*>(file_.data() + 8);
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(text, text + header_bytes);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw RunError(path + ": header is not valid JSON (error at byte " +
-                   std::to_string(8 + e.byte) + ")" + corrupt);
-  }
+  // Nesting bounded before parsing (a forged shape 60,000 arrays deep would otherwise exhaust
+  // the stack when an error echoes it); echoed values are cut to kMaxEchoChars.
+  const nlohmann::json header = parse_bounded_json(std::string_view(text, header_bytes), path,
+                                                   "header", advice, /*byte_base=*/8);
   if (!header.is_object()) throw RunError(path + ": header is not a JSON object" + corrupt);
 
   const uint8_t* data = file_.data() + 8 + header_bytes;
@@ -85,12 +84,12 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
       if (!entry.is_object()) throw RunError(path + ": __metadata__ is not an object" + corrupt);
       for (const auto& [key, value] : entry.items()) {
         if (!value.is_string())
-          throw RunError(path + ": __metadata__." + key + " is not a string" + corrupt);
+          throw RunError(path + ": __metadata__." + excerpt(key) + " is not a string" + corrupt);
         metadata_[key] = value.get<std::string>();
       }
       continue;
     }
-    const std::string where = path + ": tensor '" + name + "'";
+    const std::string where = path + ": tensor '" + excerpt(name) + "'";
     if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() ||
         !entry.contains("shape") || !entry["shape"].is_array() ||
         !entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
@@ -99,7 +98,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
     TensorRef t;
     t.name = name;
     if (!parse_dtype(entry["dtype"].get<std::string>(), &t.dtype))
-      throw RunError(where + " has unsupported dtype " + entry["dtype"].get<std::string>());
+      throw RunError(where + " has unsupported dtype " +
+                     excerpt(entry["dtype"].get<std::string>()) + corrupt);
     // Count elements in 128 bits so a forged shape cannot overflow past the size check.
     // Each dimension is below 2^48 and the running product is capped at 2^64, so a forged
     // shape cannot overflow 128 bits and slip past the size check.
@@ -107,7 +107,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
     bool too_large = false;
     for (const auto& d : entry["shape"]) {
       if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t{1} << 48))
-        throw RunError(where + " has an invalid shape " + entry["shape"].dump() + corrupt);
+        throw RunError(where + " has an invalid shape " + json_excerpt(entry["shape"]) + corrupt);
       t.shape.push_back(d.get<int64_t>());
       elements *= d.get<uint64_t>();
       if (elements > (static_cast<unsigned __int128>(1) << 64)) {
@@ -117,7 +117,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
     }
     const auto& offsets = entry["data_offsets"];
     if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
-      throw RunError(where + " has invalid data_offsets " + offsets.dump() + corrupt);
+      throw RunError(where + " has invalid data_offsets " + json_excerpt(offsets) + corrupt);
     const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
     if (begin > end || end > data_bytes)
       throw RunError(where + " has data_offsets [" + std::to_string(begin) + ", " +
@@ -154,9 +154,9 @@ const TensorRef& SafetensorsFile::get(const std::string& name) const {
         listed += ", ...";
         break;
       }
-      listed += (listed.empty() ? "" : ", ") + entry.first;
+      listed += (listed.empty() ? "" : ", ") + excerpt(entry.first);
     }
-    throw RunError(path() + ": no tensor named '" + name + "' (the file holds " +
+    throw RunError(path() + ": no tensor named '" + excerpt(name) + "' (the file holds " +
                    std::to_string(tensors_.size()) + " tensors: " + listed +
                    "); it was written for a different model or by another program");
   }

@@ -38,8 +38,10 @@ FileDigest write_safetensors(const std::string& path, const std::vector<TensorRe
 
 class SafetensorsFile {
  public:
-  // Maps and validates the file: header length and JSON, dtypes, shapes against byte sizes,
-  // offsets inside the file and not overlapping. Any failure is a RunError naming the file.
+  // Maps and validates the file: header length and JSON (nested at most kMaxJsonDepth levels,
+  // checkpoint/json_fields.h), dtypes, shapes against byte sizes, offsets inside the file and
+  // not overlapping. Any failure is a RunError of one line naming the file, echoing at most
+  // kMaxEchoChars of any value.
   explicit SafetensorsFile(const std::string& path);
 
   const std::string& path() const { return file_.path(); }

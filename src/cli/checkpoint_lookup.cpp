@@ -28,8 +28,10 @@ std::string resolve_checkpoint(const std::string& path) {
   }
   std::string why;
   for (const auto& w : warnings) why += "; " + w;
-  throw RunError(path + ": no intact checkpoint found (expected a step_* directory with a "
-                 "manifest.json, or a run directory holding checkpoints/)" + why);
+  // Not "delete": the path may be no checkpoint at all (/etc). Skipped ones say why after it.
+  throw RunError(path + ": no intact checkpoint found: it is neither a checkpoint (a step_* "
+                 "directory holding manifest.json) nor a run directory with an intact one in "
+                 "checkpoints/; give one of those" + why);
 }
 
 

@@ -7,6 +7,7 @@
 //                .safetensors) for torchvision.models.resnetNN().load_state_dict(strict=True).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,7 @@ struct ExportSource {
   std::unique_ptr<ModelFamily> family;
   std::vector<float> params, buffers;
   int64_t step = 0;
+  std::vector<fs::path> read_from;  // what export must not write into (or over)
 };
 
 bool is_job_file(const std::string& path) {
@@ -47,6 +49,8 @@ ExportSource read_job_weights(const std::string& path, const std::vector<std::st
   out.params.assign(layout.total(), 0.0f);
   out.buffers.assign(std::max<size_t>(1, layout.buffer_total()), 0.0f);
   out.family->initialize(out.params.data(), out.buffers.data(), layout, spec.seed);
+  out.read_from.push_back(path);
+  if (!spec.model.init_from.empty()) out.read_from.push_back(spec.model.init_from);
   if (spec.model.init_from.empty()) {
     out.description =
         "the initial weights of job " + path + " (seed " + std::to_string(spec.seed) + ")";
@@ -66,7 +70,34 @@ ExportSource read_checkpoint_weights(const std::string& path,
   out.params = std::move(loaded.params);
   out.buffers = std::move(loaded.buffers);
   out.step = loaded.state.step;
+  // The checkpoint, and the run directory it sits in (<run>/checkpoints/step_N).
+  const fs::path checkpoint = fs::absolute(loaded.path).lexically_normal();
+  out.read_from.push_back(checkpoint);
+  if (checkpoint.parent_path().filename() == "checkpoints")
+    out.read_from.push_back(checkpoint.parent_path().parent_path());
   return out;
+}
+
+fs::path resolved(const fs::path& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  if (ec) p = fs::absolute(path).lexically_normal();
+  if (!p.empty() && p.filename().empty()) p = p.parent_path();  // "dir/" -> "dir"
+  return p;
+}
+
+// Written over, a checkpoint's own model.safetensors is lost, and a resume falls back to an
+// older checkpoint without a word: no output inside (or equal to) anything being read.
+void refuse_writing_into_source(const std::string& output, const ExportSource& source) {
+  const fs::path out = resolved(output);
+  for (const fs::path& read : source.read_from) {
+    const fs::path inside = resolved(read);
+    const auto [end, unused] = std::mismatch(inside.begin(), inside.end(), out.begin(), out.end());
+    if (end != inside.end()) continue;
+    throw SpecError(output + ": inside " + inside.string() +
+                    ", which this export reads; write the export to a directory outside it (e.g. "
+                    "exports/" + fs::path(output).filename().string() + ")");
+  }
 }
 
 void write_text(const std::string& path, const std::string& text) {
@@ -120,6 +151,7 @@ int run_export_command(const ExportArguments& args) {
     if (gpt2 == nullptr)
       throw SpecError("--format hf exports GPT-2 models, but " + args.source +
                       " holds model.arch " + source.family->name() + "; use --format torchvision");
+    refuse_writing_into_source(args.dir, source);
     make_directory(args.dir);
     const GPT2Shape& shape = gpt2->shape();
     write_text((fs::path(args.dir) / "config.json").string(), hf_gpt2_config(shape).dump(2) + "\n");
@@ -141,6 +173,7 @@ int run_export_command(const ExportArguments& args) {
     if (!args.tokenizer_dir.empty())
       throw SpecError("--tokenizer goes with --format hf (GPT-2) only");
     std::string path = args.dir;
+    refuse_writing_into_source(path, source);
     if (fs::path(path).extension() != ".safetensors") {
       make_directory(path);
       path = (fs::path(path) / "model.safetensors").string();

@@ -46,13 +46,19 @@ int run_info_command(bool measure_peak) {
   if (auto nl = mpi.find_first_of("\n,"); nl != std::string::npos) mpi.resize(nl);
   fmt::print("mpi: {}\n", mpi);
   if (cuda_backend_compiled()) {
-    for (const auto& v : cuda_library_versions()) fmt::print("cuda: {}\n", v);
-    const auto devices = cuda_devices();
-    if (devices.empty()) fmt::print("cuda devices: none visible\n");
-    for (const auto& d : devices) {
-      fmt::print("cuda device {}: {}, {:.1f} GiB, compute capability {}.{}, {} SMs\n", d.index,
-                 d.name, d.total_memory_bytes / 1073741824.0, d.compute_major, d.compute_minor,
-                 d.multiprocessors);
+    // A machine without the CUDA libraries (or without this build's module) is a normal CPU
+    // machine: info says why CUDA is unavailable and succeeds; only a job asking for it fails.
+    try {
+      for (const auto& v : cuda_library_versions()) fmt::print("cuda: {}\n", v);
+      const auto devices = cuda_devices();
+      if (devices.empty()) fmt::print("cuda devices: none visible\n");
+      for (const auto& d : devices) {
+        fmt::print("cuda device {}: {}, {:.1f} GiB, compute capability {}.{}, {} SMs\n", d.index,
+                   d.name, d.total_memory_bytes / 1073741824.0, d.compute_major, d.compute_minor,
+                   d.multiprocessors);
+      }
+    } catch (const RunError& e) {
+      fmt::print("cuda: unavailable: {}\n", e.what());
     }
   } else {
     fmt::print("cuda: not compiled in (rebuild with nvcc on PATH for the CUDA backend)\n");

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -34,39 +35,31 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The signal that interrupted the sweep, and the running point's process, for the handler.
-volatile sig_atomic_t g_signal = 0;
-volatile sig_atomic_t g_child = 0;
+// The signal that interrupted the sweep, and the running point's process (0: none).
+std::atomic<int> g_signal{0};
+std::atomic<pid_t> g_child{0};
 
 // TERM and USR1 (what Slurm sends before a time limit or on preemption) are passed on to the
 // running point so it can stop; the sweep then starts no further point. INT comes from the
 // terminal to the whole process group, the point included, so it is only noted.
-void on_signal(int signal_number) {
-  g_signal = signal_number;
-  if (signal_number != SIGINT && g_child > 0) kill(static_cast<pid_t>(g_child), signal_number);
+void pass_on(int signal_number) {
+  const pid_t child = g_child.load();
+  if (signal_number != SIGINT && child > 0) kill(child, signal_number);
 }
 
-constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGUSR1};
-
+// For the sweep's lifetime, stop signals are noted and passed on (on the signal thread:
+// launch/stop_signal.h).
 class SignalForwarding {
  public:
   SignalForwarding() {
-    struct sigaction action {};
-    action.sa_handler = on_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    for (size_t i = 0; i < std::size(kForwardedSignals); ++i)
-      sigaction(kForwardedSignals[i], &action, &previous_[i]);
+    set_stop_action([](int signal_number) {
+      g_signal.store(signal_number);
+      pass_on(signal_number);
+    });
   }
-  ~SignalForwarding() {
-    for (size_t i = 0; i < std::size(kForwardedSignals); ++i)
-      sigaction(kForwardedSignals[i], &previous_[i], nullptr);
-  }
+  ~SignalForwarding() { set_stop_action(nullptr); }
   SignalForwarding(const SignalForwarding&) = delete;
   SignalForwarding& operator=(const SignalForwarding&) = delete;
-
- private:
-  struct sigaction previous_[std::size(kForwardedSignals)]{};
 };
 
 std::string self_executable() {
@@ -96,18 +89,12 @@ Attempt run_train_child(const std::string& exe, const std::vector<std::string>& 
   for (std::string& s : command) argv.push_back(s.data());
   argv.push_back(nullptr);
 
-  // Signals wait until g_child is set, so none arrives between fork and then unforwarded.
-  sigset_t blocked, previous;
-  sigemptyset(&blocked);
-  for (const int s : kForwardedSignals) sigaddset(&blocked, s);
-  sigprocmask(SIG_BLOCK, &blocked, &previous);
   std::fflush(stdout);
   std::fflush(stderr);
   const auto start = std::chrono::steady_clock::now();
   const pid_t child = fork();
   if (child == 0) {
-    for (const int s : kForwardedSignals) signal(s, SIG_DFL);
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    unblock_stop_signals();
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
     const int null_fd = open("/dev/null", O_RDONLY);
@@ -117,19 +104,18 @@ Attempt run_train_child(const std::string& exe, const std::vector<std::string>& 
     _exit(127);
   }
   if (child < 0) {
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
     close(log_fd);
     throw RunError(std::string("fork failed (") + std::strerror(errno) +
                    "): cannot start the point; free some memory or processes and re-run");
   }
-  g_child = child;
-  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  g_child.store(child);
+  if (g_signal.load() != 0) pass_on(g_signal.load());  // arrived between fork and here
   close(log_fd);
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) break;
   }
-  g_child = 0;
+  g_child.store(0);
   Attempt attempt;
   attempt.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   attempt.exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
@@ -273,7 +259,7 @@ int run_dry(const SweepSpec& sweep) {
 
 int run_points(const SweepSpec& sweep, const std::vector<const SweepPoint*>& points) {
   SignalForwarding forwarding;
-  g_signal = 0;
+  g_signal.store(0);
   const size_t total = points.size();
   for (size_t k = 0; k < total && g_signal == 0; ++k) {
     const SweepPoint& point = *points[k];

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "launch/stop_signal.h"
 #include "util/error.h"
 
 namespace sg {
@@ -134,6 +135,7 @@ std::string submit_sbatch(const std::string& sbatch, const std::string& script) 
   const pid_t child = fork();
   if (child < 0) throw RunError("fork failed: cannot run sbatch; submit with: sbatch " + script);
   if (child == 0) {
+    unblock_stop_signals();
     dup2(pipe_fds[1], STDOUT_FILENO);
     dup2(pipe_fds[1], STDERR_FILENO);
     close(pipe_fds[0]);

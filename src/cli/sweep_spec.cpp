@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "config/job_spec_keys.h"
 #include "config/load_job_spec.h"
+#include "config/parse_job_value.h"
 #include "util/error.h"
 
 namespace sg {
@@ -102,7 +103,7 @@ class SweepParser {
     try {
       root = YAML::Load(yaml_text);
     } catch (const YAML::Exception& e) {
-      throw SpecError(location_of(path_, e.mark) + ": YAML syntax error: " + e.msg);
+      throw SpecError(location_of(path_, e.mark) + ": YAML syntax error: " + yaml_error_text(e));
     }
     if (!root.IsMap()) {
       throw SpecError(location_of(path_, root.Mark()) +

@@ -12,8 +12,10 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/json_fields.h"
 #include "util/error.h"
 
 namespace sg {
@@ -86,16 +88,32 @@ const char* point_state_name(PointState state) {
 }
 
 std::optional<PointRecord> read_point_record(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/sweep_status.json");
+  const std::string path = run_dir + "/sweep_status.json";
+  std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
-  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;  // a torn write: as if none
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  // Every value checked, each error naming the file and the field (checkpoint/json_fields.h).
+  const std::string advice =
+      "delete it if no sweep is running this point (the sweep writes it again)";
+  const size_t deep = json_depth_exceeded_at(text);
+  if (deep != std::string::npos)
+    throw RunError(fmt::format("{}: nested deeper than {} levels (at byte {}); {}", path,
+                               kMaxJsonDepth, deep, advice));
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;  // a torn write: as if none
+  const JsonFields f(j, path, advice);
   PointRecord r;
-  r.state = j.value("state", "");
-  r.exit_code = j.value("exit_code", 0);
-  r.wall_s = j.value("wall_s", 0.0);
-  r.host = j.value("host", "");
-  r.pid = j.value("pid", 0L);
+  r.state = f.string_or("state", "");
+  if (!r.state.empty() && r.state != "running" && r.state != "done" && r.state != "failed" &&
+      r.state != "interrupted")
+    throw f.wrong("state", "running, done, failed or interrupted");
+  r.exit_code = static_cast<int>(f.integer_or("exit_code", 0, 0, 255));
+  r.wall_s = f.number_or("wall_s", 0.0, 0.0, std::numeric_limits<double>::max());
+  r.host = f.string_or("host", "");
+  if (r.host.size() > 255) throw f.wrong("host", "a host name (at most 255 characters)");
+  r.pid = static_cast<long>(f.integer_or("pid", 0, 0, std::numeric_limits<int32_t>::max()));
   return r;
 }
 

@@ -21,6 +21,9 @@ enum class PointState { pending, running, done, failed };
 const char* point_state_name(PointState state);
 
 // <run_dir>/sweep_status.json, written by the sweep when an attempt at a point starts and ends.
+// Read back: none when the file is missing or not JSON at all (a torn write); each field
+// checked (state one of the four, exit_code 0..255, wall_s >= 0, pid 0..2^31-1), a RunError
+// naming the file and the field when one is wrong.
 struct PointRecord {
   std::string state;  // running | done | failed | interrupted
   int exit_code = 0;  // the `train` command's; 128 + N when it was killed by signal N

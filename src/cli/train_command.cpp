@@ -12,6 +12,9 @@ namespace sg {
 
 int run_train_command(const std::string& job_path, const std::vector<std::string>& sets,
                       long stop_after) {
+  // From the start: a stop signal during set-up stops the run after its first step (or, in a
+  // parent that launches the ranks, is passed on to them) instead of ending it unsaved.
+  install_stop_handlers();
   const JobSpec spec = load_job_or_quickstart(job_path, sets);
   const auto launcher = detect_launcher();
   if (!launcher && spec.devices.processes > 1) {
@@ -19,7 +22,7 @@ int run_train_command(const std::string& job_path, const std::vector<std::string
     return relaunch_job(spec.devices.processes, program_arguments());
   }
   auto world = open_world(launcher);
-  install_stop_handlers();
+  report_crashes(rank_prefix());
   if (world->size() != spec.devices.processes) {
     // Every rank sees the same mismatch: rank 0 says so and all end normally with the usage
     // code (no MPI_Abort from every rank at once, which can crash mpirun itself).

@@ -51,7 +51,7 @@ class FlatSpecBuilder {
     try {
       root = YAML::Load(yaml_text);
     } catch (const YAML::Exception& e) {
-      throw SpecError(location_of(source_, e.mark) + ": YAML syntax error: " + e.msg);
+      throw SpecError(location_of(source_, e.mark) + ": YAML syntax error: " + yaml_error_text(e));
     }
     if (root.IsNull()) return std::move(flat_);  // an empty file: every key takes its default
     if (!root.IsMap())

@@ -1,5 +1,7 @@
 #include "config/parse_job_value.h"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -132,6 +134,14 @@ void set_job_spec_value(JobSpec& spec, const JobSpecKey& key, const YAML::Node& 
       key.field);
 }
 
+std::string yaml_error_text(const YAML::Exception& error) {
+  if (dynamic_cast<const YAML::DeepRecursion*>(&error) != nullptr) {
+    return "nested too deeply (yaml-cpp stops past 2000 levels; a job spec needs a handful): "
+           "flatten the value";
+  }
+  return error.msg;
+}
+
 YAML::Node parse_override_value(const std::string& text, const std::string& where) {
   std::string value = trim_spaces(text);
   if (value.empty()) return YAML::Node(YAML::NodeType::Null);
@@ -139,7 +149,7 @@ YAML::Node parse_override_value(const std::string& text, const std::string& wher
     try {
       return YAML::Load(value);
     } catch (const YAML::Exception& e) {
-      throw SpecError(where + ": YAML syntax error in the value: " + e.msg);
+      throw SpecError(where + ": YAML syntax error in the value: " + yaml_error_text(e));
     }
   }
   // Quoted strings, numbers, bools and null read as YAML would read them in the file.

@@ -20,6 +20,10 @@ YAML::Node parse_override_value(const std::string& text, const std::string& wher
 // "'ten'", "a list", "a map" or "nothing": what the user gave, for error messages.
 std::string describe_yaml_value(const YAML::Node& value);
 
+// What a YAML parse error says, for a user: yaml-cpp's own text, except for input nested past
+// its depth limit, which it reports as "bad file".
+std::string yaml_error_text(const YAML::Exception& error);
+
 std::string trim_spaces(const std::string& text);
 
 }  // namespace sg

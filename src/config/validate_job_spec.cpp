@@ -21,6 +21,13 @@ int64_t nearest_multiple(int64_t value, int64_t unit) {
   return multiple < unit ? unit : multiple;
 }
 
+// The documented upper bounds of a job's sizes (docs/faults.md).
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxEmbedding = 65536;
+constexpr int64_t kMaxContext = 1 << 20;
+constexpr int64_t kMaxVocab = 1 << 24;
+constexpr int64_t kMaxSyntheticTokens = int64_t{1} << 32;
+
 bool is_shard_dataset(const std::string& dataset) {
   return dataset == "openwebtext" || dataset == "wikipedia" || dataset == "tokens";
 }
@@ -46,6 +53,14 @@ class SpecChecker {
 
   void at_least(std::string_view key, int64_t value, int64_t min) {
     if (value < min) fail({key}, fmt::format("{} must be >= {}; got {}", key, min, value));
+  }
+
+  // Upper bounds keep every size inside what the index types (int dimensions in the kernels,
+  // 64-bit element counts) and a machine can hold, so no size overflows or allocates absurdly
+  // before a clear error (the limits: docs/faults.md).
+  void at_most(std::string_view key, int64_t value, int64_t max, std::string_view why) {
+    if (value > max)
+      fail({key}, fmt::format("{} must be <= {}; got {} ({})", key, max, value, why));
   }
 
   void one_of(std::string_view key, const std::string& value,
@@ -92,6 +107,11 @@ class SpecChecker {
     at_least("model.n_embd", m.n_embd, 1);
     at_least("model.context", m.context, 1);
     at_least("model.vocab", m.vocab, 2);
+    at_most("model.n_layer", m.n_layer, kMaxLayers, "a documented limit, far above any GPT");
+    at_most("model.n_embd", m.n_embd, kMaxEmbedding, "4 x n_embd is a kernel dimension");
+    at_most("model.n_head", m.n_head, m.n_embd, "a head needs at least one channel");
+    at_most("model.context", m.context, kMaxContext, "a documented limit");
+    at_most("model.vocab", m.vocab, kMaxVocab, "a documented limit");
     if (m.n_embd % m.n_head != 0)
       fail({"model.n_embd", "model.n_head"},
            fmt::format("model.n_embd {} is not divisible by model.n_head {}; use {}", m.n_embd,
@@ -110,6 +130,9 @@ class SpecChecker {
     at_least("model.width", m.width, 1);
     at_least("model.classes", m.classes, 2);
     at_least("model.image_size", m.image_size, 32);
+    at_most("model.width", m.width, 1024, "the widest stage has 32 x width channels");
+    at_most("model.classes", m.classes, 1000000, "a documented limit");
+    at_most("model.image_size", m.image_size, 4096, "a documented limit");
     if (!(m.label_smoothing >= 0 && m.label_smoothing < 1))
       fail({"model.label_smoothing"},
            fmt::format("model.label_smoothing must lie in [0, 1); got {}", m.label_smoothing));
@@ -132,6 +155,7 @@ class SpecChecker {
              "data.dataset imagenet needs data.root: an ILSVRC-2012 tree (train/, val/) or the "
              "directory `singularity prepare imagenet` wrote");
       at_least("data.synthetic_images", d.synthetic_images, 1);
+      at_most("data.synthetic_images", d.synthetic_images, INT32_MAX, "a documented limit");
       return;
     }
     if (d.dataset == "imagenet")
@@ -157,7 +181,14 @@ class SpecChecker {
       return;
     }
     at_least("data.synthetic_order", d.synthetic_order, 1);
+    at_most("data.synthetic_order", d.synthetic_order, 64,
+            "each token's law hashes the tokens before it");
     at_least("data.synthetic_branching", d.synthetic_branching, 1);
+    at_most("model.vocab", s_.model.vocab, 65536, "synthetic tokens are stored in 16 bits");
+    at_most("data.synthetic_train_tokens", d.synthetic_train_tokens, kMaxSyntheticTokens,
+            "synthetic tokens are generated into memory, 2 bytes each");
+    at_most("data.synthetic_val_tokens", d.synthetic_val_tokens, kMaxSyntheticTokens,
+            "synthetic tokens are generated into memory, 2 bytes each");
     if (d.synthetic_branching > s_.model.vocab)
       fail({"data.synthetic_branching", "model.vocab"},
            fmt::format("data.synthetic_branching {} exceeds model.vocab {}; a state cannot have "
@@ -209,6 +240,10 @@ class SpecChecker {
     at_least("train.global_batch", t.global_batch, 1);
     at_least("train.micro_batch", t.micro_batch, 1);
     at_least("train.seq_len", t.seq_len, 0);
+    if (s_.model.arch == "gpt2")
+      at_most("train.micro_batch", t.micro_batch, INT32_MAX / s_.seq_len(),
+              fmt::format("micro_batch x seq_len ({}) rows must fit a 32-bit kernel dimension",
+                          s_.seq_len()));
     if (t.seq_len > s_.model.context)
       fail({"train.seq_len", "model.context"},
            fmt::format("train.seq_len {} exceeds model.context {}; use at most {} (or 0 for the "

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -24,7 +25,90 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
+std::string kind_of_mode(mode_t mode) {
+  if (S_ISREG(mode)) return "";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+template <typename Bytes>
+bool read_regular(const std::string& path, Bytes& out, std::string& why, size_t limit,
+                  bool* complete) {
+  const int fd = open_regular_file(path, why);
+  if (fd < 0) return false;
+  struct stat st{};
+  ::fstat(fd, &st);  // cannot fail on an open descriptor; a size of 0 (procfs) still reads on
+  const size_t expected = static_cast<size_t>(st.st_size);
+  out.resize(std::min(expected, limit));
+  size_t got = 0;
+  bool failed = false;
+  for (;;) {
+    if (got == out.size()) {
+      if (got >= limit) break;
+      out.resize(std::min(limit, std::max<size_t>(2 * got, 65536)));  // the file grew
+    }
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      why = "cannot read (" + errno_text() + ")";
+      failed = true;
+      break;
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (complete != nullptr) {
+    char extra = 0;
+    *complete = got < limit || ::read(fd, &extra, 1) == 0;
+  }
+  ::close(fd);
+  out.resize(got);
+  return !failed;
+}
+
 }  // namespace
+
+std::string special_file_kind(const std::string& path, bool follow_links) {
+  struct stat st{};
+  if ((follow_links ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) return "";
+  return kind_of_mode(st.st_mode);
+}
+
+int open_regular_file(const std::string& path, std::string& why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    why = "cannot open (" + errno_text() + ")";
+    return -1;
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    why = "cannot stat (" + errno_text() + ")";
+    ::close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    why = "is " + kind_of_mode(st.st_mode) + ", not a regular file";
+    ::close(fd);
+    return -1;
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
+}
+
+bool read_regular_file(const std::string& path, std::vector<uint8_t>& out, std::string& why,
+                       size_t limit, bool* complete) {
+  return read_regular(path, out, why, limit, complete);
+}
+
+bool read_regular_file(const std::string& path, std::string& out, std::string& why) {
+  return read_regular(path, out, why, SIZE_MAX, nullptr);
+}
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

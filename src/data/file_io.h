@@ -7,8 +7,27 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace sg {
+
+// What `path` is when it exists and is not a regular file, as a phrase for an error line: "a
+// directory", "a FIFO (named pipe)", "a character device", "a block device", "a socket", and
+// with follow_links = false also "a symbolic link". "" for a regular file or a missing path.
+std::string special_file_kind(const std::string& path, bool follow_links);
+
+// Opens path read-only if it is a regular file, and never blocks doing so: a FIFO with no
+// writer would block open(2) forever, so it is opened with O_NONBLOCK and refused after fstat.
+// Returns the descriptor (blocking mode restored, close-on-exec), or -1 with `why` set to a
+// phrase naming the problem: "cannot open (No such file or directory)", "is a directory, not a
+// regular file", "is a FIFO (named pipe), not a regular file", ...
+int open_regular_file(const std::string& path, std::string& why);
+
+// Reads a regular file (opened as above): all of it, or its first `limit` bytes; *complete
+// (when not null) says whether that was the whole file. false with `why` set as above.
+bool read_regular_file(const std::string& path, std::vector<uint8_t>& out, std::string& why,
+                       size_t limit = SIZE_MAX, bool* complete = nullptr);
+bool read_regular_file(const std::string& path, std::string& out, std::string& why);
 
 // Read-only, private mapping of a whole file. Movable; the mapped address never changes, so
 // pointers into data() stay valid when the object is moved.

@@ -14,6 +14,9 @@ namespace sg {
 constexpr int32_t kTokenShardMagic = 20240520;
 constexpr int32_t kTokenShardVersion = 1;
 constexpr size_t kTokenShardHeaderBytes = 256 * sizeof(int32_t);
+// Version 1 stores uint16 ids: a vocabulary of more tokens than this cannot be written (the
+// writers refuse it before the first shard, see prepare/dataset_writer.h).
+constexpr int64_t kTokenShardMaxVocab = 65536;
 
 // A shard mapped read-only. The constructor validates the header and the file size and throws
 // sg::RunError naming the file and what to do.

@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "data/file_io.h"
 #include "imagenet/image_pack.h"
 #include "util/error.h"
 
@@ -72,21 +73,20 @@ bool load_sample(float* out, const ImageEntry& e,
   const int side = options.augment.size;
   const uint8_t* data = nullptr;
   size_t size = 0;
+  std::string error;
+  bool readable = true;
   if (e.shard >= 0) {
     auto r = packs[static_cast<size_t>(e.shard)]->range(e.offset, e.size);
     data = r.first;
     size = r.second;
-  } else if (std::FILE* f = std::fopen(e.path.c_str(), "rb")) {
-    std::fseek(f, 0, SEEK_END);
-    const long length = std::ftell(f);
-    std::fseek(f, 0, SEEK_SET);
-    bytes.resize(length > 0 ? static_cast<size_t>(length) : 0);
-    size = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
-    std::fclose(f);
+  } else if (read_regular_file(e.path, bytes, error)) {  // a FIFO would block fopen forever
     data = bytes.data();
+    size = bytes.size();
+  } else {
+    readable = false;  // a directory named .JPEG, a FIFO, a vanished file: `error` says which
   }
-  if (data == nullptr) {
-    if (why != nullptr) *why = "cannot open";
+  if (!readable) {
+    if (why != nullptr) *why = error;
     std::fill(out, out + 3 * static_cast<size_t>(side) * side, 0.0f);
     return false;
   }

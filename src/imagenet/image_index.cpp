@@ -1,14 +1,18 @@
 #include "imagenet/image_index.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "data/file_io.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
@@ -85,16 +89,51 @@ bool read_class_list(const std::vector<std::string>& dirs, std::vector<std::stri
 
 std::vector<fs::path> sorted_children(const fs::path& dir) {
   std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path());
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    out.push_back(it->path());
+  if (ec)
+    throw RunError(
+        fmt::format("{}: cannot list ({}); check its permissions", dir.string(), ec.message()));
   std::sort(out.begin(), out.end());
   return out;
+}
+
+bool is_folder(const fs::path& p) {
+  std::error_code ec;  // a link loop or a dangling link is no folder, not an exception
+  return fs::is_directory(p, ec);
+}
+
+// "" when `file` (links followed) is a regular file, else why it cannot be an image: a FIFO
+// would block the loader's read forever and a directory named .JPEG is no image either.
+std::string not_an_image_file(const fs::path& file) {
+  struct stat st{};
+  if (::stat(file.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ELOOP) return "a symbolic link loop; fix or remove the link";
+    return fmt::format("cannot be read ({})", std::strerror(err));
+  }
+  if (S_ISREG(st.st_mode)) return "";
+  return "is " + special_file_kind(file.string(), true) + ", not an image file";
+}
+
+// Whether `file` may go into the index: a regular file with a JPEG extension. Notes the others
+// (what a JPEG-named entry is, so a FIFO or folder named .JPEG is explained).
+bool accept_image_file(const fs::path& file, std::vector<std::string>* problems) {
+  if (!has_jpeg_extension(file.filename().string())) {
+    note(problems, fmt::format("{}: not a .JPEG file; skipped", file.string()));
+    return false;
+  }
+  const std::string why = not_an_image_file(file);
+  if (!why.empty()) note(problems, fmt::format("{}: {}; skipped", file.string(), why));
+  return why.empty();
 }
 
 // Class folders under `dir` (train/ or a foldered val/) appended to `out`.
 void scan_class_folders(const fs::path& dir, const std::map<std::string, int32_t>& label_of,
                         std::vector<ImageEntry>& out, std::vector<std::string>* problems) {
   for (const auto& sub : sorted_children(dir)) {
-    if (!fs::is_directory(sub)) {
+    if (!is_folder(sub)) {
       note(problems, fmt::format("{}: not a class folder; skipped", sub.string()));
       continue;
     }
@@ -105,13 +144,8 @@ void scan_class_folders(const fs::path& dir, const std::map<std::string, int32_t
       continue;
     }
     size_t before = out.size();
-    for (const auto& file : sorted_children(sub)) {
-      if (!fs::is_regular_file(file) || !has_jpeg_extension(file.filename().string())) {
-        note(problems, fmt::format("{}: not a .JPEG file; skipped", file.string()));
-        continue;
-      }
-      out.push_back({file.string(), it->second});
-    }
+    for (const auto& file : sorted_children(sub))
+      if (accept_image_file(file, problems)) out.push_back({file.string(), it->second});
     if (out.size() == before) note(problems, fmt::format("{}: empty class folder", sub.string()));
   }
 }
@@ -121,12 +155,8 @@ void scan_flat_val(const fs::path& val_dir, const std::vector<std::string>& labe
                    const std::map<std::string, int32_t>& label_of, std::vector<ImageEntry>& out,
                    std::vector<std::string>* problems) {
   std::vector<fs::path> files;
-  for (const auto& f : sorted_children(val_dir)) {
-    if (fs::is_regular_file(f) && has_jpeg_extension(f.filename().string()))
-      files.push_back(f);
-    else
-      note(problems, fmt::format("{}: not a .JPEG file; skipped", f.string()));
-  }
+  for (const auto& f : sorted_children(val_dir))
+    if (accept_image_file(f, problems)) files.push_back(f);
   std::map<std::string, std::string> wnid_of_stem;  // ImageId -> wnid
   std::string labels_path;
   if (labels_path = first_existing(label_dirs, "LOC_val_solution.csv"); !labels_path.empty()) {
@@ -215,7 +245,7 @@ ImageIndex scan_imagenet(const std::string& root, std::vector<std::string>* prob
     // No mapping file: the classes are the folders present.
     const fs::path class_dir = has_train ? train_dir : val_dir;
     for (const auto& sub : sorted_children(class_dir))
-      if (fs::is_directory(sub)) index.wnids.push_back(sub.filename().string());
+      if (is_folder(sub)) index.wnids.push_back(sub.filename().string());
     index.class_names = index.wnids;
     if (index.wnids.empty())
       throw RunError(fmt::format("{}: no class folders and no LOC_synset_mapping.txt; cannot name the classes",
@@ -238,8 +268,8 @@ ImageIndex scan_imagenet(const std::string& root, std::vector<std::string>* prob
   }
   if (has_val) {
     bool foldered = false;
-    for (const auto& e : fs::directory_iterator(val_dir))
-      if (e.is_directory()) foldered = true;
+    for (const auto& sub : sorted_children(val_dir))
+      if (is_folder(sub)) foldered = true;
     if (foldered)
       scan_class_folders(val_dir, label_of, index.val, problems);
     else
@@ -252,7 +282,7 @@ ImageIndex scan_imagenet(const std::string& root, std::vector<std::string>* prob
   return index;
 }
 
-ImageIndex scan_flat_images(const std::string& dir) {
+ImageIndex scan_flat_images(const std::string& dir, std::vector<std::string>* problems) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw RunError(fmt::format("{}: no such directory", dir));
   ImageIndex index;
@@ -263,6 +293,10 @@ ImageIndex scan_flat_images(const std::string& dir) {
     const std::string name = f.filename().string();
     const size_t cut = name.find('_');
     if (!has_jpeg_extension(name) || cut == std::string::npos || name[0] != 'n') continue;
+    if (const std::string why = not_an_image_file(f); !why.empty()) {
+      note(problems, fmt::format("{}: {}; skipped", f.string(), why));
+      continue;
+    }
     files.emplace_back(name.substr(0, cut), f.string());
   }
   if (files.empty()) {
@@ -302,7 +336,7 @@ ImageIndex open_image_index(const std::string& root, std::vector<std::string>* p
   const bool tree = fs::is_directory(fs::path(root) / "train", ec) ||
                     fs::is_directory(fs::path(root) / "val", ec) ||
                     fs::is_directory(fs::path(root) / "ILSVRC/Data/CLS-LOC", ec);
-  return tree ? scan_imagenet(root, problems) : scan_flat_images(root);
+  return tree ? scan_imagenet(root, problems) : scan_flat_images(root, problems);
 }
 
 namespace {

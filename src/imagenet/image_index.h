@@ -42,17 +42,19 @@ enum class Split { Train, Val };
 
 const std::vector<ImageEntry>& entries_of(const ImageIndex& index, Split split);
 
-// Scans the tree. Problems that leave a usable index (a non-JPEG file, an empty class folder, a
-// class missing from train, a val image without a label) are appended to *problems (when not
-// null), one line each naming the file; a root without train/ and val/ throws sg::RunError.
+// Scans the tree. Problems that leave a usable index (a non-JPEG file, a FIFO or folder named
+// .JPEG, an empty class folder, a class missing from train, a val image without a label) are
+// appended to *problems (when not null), one line each naming the file; a root without train/
+// and val/ throws sg::RunError.
 ImageIndex scan_imagenet(const std::string& root, std::vector<std::string>* problems);
 
 // A flat folder of JPEGs named like ImageNet's training files, <wnid>_<anything>.JPEG (the
 // sample images in shared/data/imagenet/sample): every image is labelled by its wnid and serves
 // as both train and val. Classes come from LOC_synset_mapping.txt or imagenet_class_index.json
 // in the folder or its parent (the standard labels), else the wnids present. RunError when no
-// such image is there.
-ImageIndex scan_flat_images(const std::string& dir);
+// such image is there. An image-named entry that is not a regular file (a FIFO, a folder) is
+// skipped and noted in *problems (when not null).
+ImageIndex scan_flat_images(const std::string& dir, std::vector<std::string>* problems = nullptr);
 
 // The index a job's data.root names: an imagenet_index.json (or a directory holding one, as
 // `prepare imagenet` writes), an ILSVRC-2012 tree, or a flat folder (scan_flat_images). Problems

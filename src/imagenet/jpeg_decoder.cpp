@@ -194,6 +194,15 @@ bool JpegDecoder::parse_header(const uint8_t* jpeg, size_t size, JpegHeader& hea
   }
   header.width = static_cast<int>(d.cinfo.image_width);
   header.height = static_cast<int>(d.cinfo.image_height);
+  if (over_pixel_limit(header)) {  // refused with the claimed size left in `header`
+    error_ = fmt::format(
+        "{}x{} = {} pixels, over the {}-pixel limit (a decompression bomb or a damaged header; "
+        "shrink or remove the file)",
+        header.width, header.height, static_cast<int64_t>(header.width) * header.height,
+        kMaxImagePixels);
+    d.header_of = nullptr;
+    return false;
+  }
   header.cmyk = d.cinfo.jpeg_color_space == JCS_CMYK || d.cinfo.jpeg_color_space == JCS_YCCK;
   return true;
 }

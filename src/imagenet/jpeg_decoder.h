@@ -26,10 +26,23 @@ struct RgbImage {
   int whole_height() const { return full_height > 0 ? full_height : height; }
 };
 
+// The most pixels (width x height, as the header states them) an image may have: PIL's
+// Image.MAX_IMAGE_PIXELS, 2^30 / 4 / 3 = 89,478,485 (e.g. 9459 x 9459). A JPEG of a few hundred
+// bytes can claim 65500 x 65500 and cost gigabytes and seconds to decode (a decompression bomb);
+// read_header(), and so every decode, refuses a larger one before decoding any pixel. README.md
+// "Limits" documents it.
+constexpr int64_t kMaxImagePixels = 89'478'485;
+
 struct JpegHeader {
   int width = 0, height = 0;
   bool cmyk = false;
 };
+
+// Whether the image is over kMaxImagePixels. read_header() fills in the size the header claims
+// even when it refuses the image for it, so a caller can tell this refusal from damage.
+inline bool over_pixel_limit(const JpegHeader& header) {
+  return static_cast<int64_t>(header.width) * header.height > kMaxImagePixels;
+}
 
 class JpegDecoder {
  public:
@@ -38,9 +51,9 @@ class JpegDecoder {
   JpegDecoder(const JpegDecoder&) = delete;
   JpegDecoder& operator=(const JpegDecoder&) = delete;
 
-  // false (and last_error() says why) when the bytes are not a readable JPEG header. A
-  // decode_window of the same bytes (same address and size, unchanged) right after reuses the
-  // parsed header instead of parsing it again.
+  // false (and last_error() says why) when the bytes are not a readable JPEG header or the
+  // image has more than kMaxImagePixels pixels. A decode_window of the same bytes (same address
+  // and size, unchanged) right after reuses the parsed header instead of parsing it again.
   bool read_header(const uint8_t* jpeg, size_t size, JpegHeader& header);
 
   // Decodes at the smallest DCT scale whose output is still at least min_width x min_height

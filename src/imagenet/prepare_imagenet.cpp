@@ -5,8 +5,8 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
+#include "data/file_io.h"
 #include "imagenet/image_index.h"
 #include "imagenet/image_pack.h"
 #include "imagenet/image_transform.h"
@@ -18,20 +18,9 @@ namespace fs = std::filesystem;
 namespace sg {
 namespace {
 
-// Reads the whole file, or its first `limit` bytes; false when it cannot be read.
-bool read_bytes(const std::string& path, size_t limit, std::vector<uint8_t>& out, bool& complete) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return false;
-  const auto size = static_cast<size_t>(in.tellg());
-  const size_t n = std::min(size, limit);
-  out.resize(n);
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(n));
-  complete = n == size;
-  return static_cast<bool>(in);
-}
-
-// Checks every entry (in parallel); drops the unreadable ones and reports each by name.
+// Checks every entry (in parallel); drops the unreadable ones and reports each by name. A file
+// that is not a regular file (a FIFO, a directory named .JPEG) is refused without blocking on it,
+// and an image over kMaxImagePixels from its header.
 void check_images(std::vector<ImageEntry>& entries, bool full_decode, int threads,
                   std::vector<std::string>& problems) {
   std::vector<std::string> why(entries.size());
@@ -42,17 +31,24 @@ void check_images(std::vector<ImageEntry>& entries, bool full_decode, int thread
     thread_local std::vector<uint8_t> bytes;
     thread_local RgbImage image;
     bool complete = false;
+    std::string error;
     // The header (SOF) sits in the first few kB unless large EXIF/ICC segments come first.
-    if (!read_bytes(entries[i].path, full_decode ? SIZE_MAX : 65536, bytes, complete)) {
-      why[i] = "cannot be read";
+    if (!read_regular_file(entries[i].path, bytes, error, full_decode ? SIZE_MAX : 65536,
+                           &complete)) {
+      why[i] = error;
       continue;
     }
     JpegHeader header;
-    bool ok = full_decode ? decoder.decode(bytes.data(), bytes.size(), 0, 0, image)
-                          : decoder.read_header(bytes.data(), bytes.size(), header);
-    if (!ok && !complete && read_bytes(entries[i].path, SIZE_MAX, bytes, complete))
+    bool ok = decoder.read_header(bytes.data(), bytes.size(), header);
+    if (!ok && !complete && !over_pixel_limit(header) &&
+        read_regular_file(entries[i].path, bytes, error, SIZE_MAX, &complete))
       ok = decoder.read_header(bytes.data(), bytes.size(), header);
-    if (!ok) why[i] = decoder.last_error();
+    // The full decode is there to find damaged data, which entropy decoding meets at any scale:
+    // at 1/8, the smallest DCT scale, no memory or time goes to full-size pixels nobody looks at.
+    if (ok && full_decode) ok = decoder.decode(bytes.data(), bytes.size(), 1, 1, image);
+    if (!ok)
+      why[i] = over_pixel_limit(header) ? decoder.last_error()
+                                        : "not a decodable JPEG (" + decoder.last_error() + ")";
   }
   std::vector<ImageEntry> kept;
   kept.reserve(entries.size());
@@ -60,7 +56,7 @@ void check_images(std::vector<ImageEntry>& entries, bool full_decode, int thread
     if (why[i].empty())
       kept.push_back(std::move(entries[i]));
     else
-      problems.push_back(fmt::format("{}: not a decodable JPEG ({}); left out of the index", entries[i].path, why[i]));
+      problems.push_back(fmt::format("{}: {}; left out of the index", entries[i].path, why[i]));
   }
   entries = std::move(kept);
 }
@@ -90,11 +86,7 @@ void pack_split(std::vector<ImageEntry>& entries, const std::string& name, const
       encoded[j].clear();
       why[j].clear();
       std::vector<uint8_t> bytes;
-      bool complete = false;
-      if (!read_bytes(entries[base + j].path, SIZE_MAX, bytes, complete)) {
-        why[j] = "cannot be read";
-        continue;
-      }
+      if (!read_regular_file(entries[base + j].path, bytes, why[j])) continue;
       JpegHeader header;
       if (!decoder.read_header(bytes.data(), bytes.size(), header)) {
         why[j] = decoder.last_error();

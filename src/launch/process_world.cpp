@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "comm/mpi_communicator.h"
+#include "launch/launcher_output.h"
 #include "launch/stop_signal.h"
 #include "util/error.h"
 
@@ -113,21 +115,24 @@ NodeShare node_share(int fallback_size) {
 
 namespace {
 
-volatile sig_atomic_t g_launcher_pid = 0;
-volatile sig_atomic_t g_forwarded = 0;
+// The launcher's process and what the parent has passed on to it (guarded by g_forward_mutex).
+std::mutex g_forward_mutex;
+pid_t g_launcher_pid = 0;
+bool g_forwarded = false;       // the first stop signal, as SIGUSR1 (sent once the pid is known)
+bool g_ended_by_us = false;     // a second one, as SIGTERM
 
 // The first stop signal becomes SIGUSR1 for the ranks (mpirun and srun both pass it on), which
 // checkpoint and stop; a later one (past the debounce) SIGTERM, which ends them at once.
 void forward_signal(int signal) {
-  const pid_t child = g_launcher_pid;
-  if (child <= 0) return;
+  std::lock_guard<std::mutex> lock(g_forward_mutex);
   switch (note_stop_signal(signal)) {
     case StopArrival::kFirst:
-      g_forwarded = 1;
-      kill(child, SIGUSR1);
+      g_forwarded = true;
+      if (g_launcher_pid > 0) kill(g_launcher_pid, SIGUSR1);
       break;
     case StopArrival::kSecond:
-      kill(child, SIGTERM);
+      g_ended_by_us = true;
+      if (g_launcher_pid > 0) kill(g_launcher_pid, SIGTERM);
       break;
     case StopArrival::kRepeat:
       break;
@@ -185,6 +190,13 @@ int relaunch_job(int processes, const std::vector<std::string>& args) {
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t parent = getpid();
+  LauncherOutput output;
+  {
+    // A signal from here on is passed on once the child exists; one before, too.
+    std::lock_guard<std::mutex> lock(g_forward_mutex);
+    g_forwarded = stop_signal_received() != 0;
+  }
+  set_stop_action(forward_signal);
   const pid_t child = fork();
   if (child < 0) throw RunError("fork failed: cannot start " + launcher);
   if (child == 0) {
@@ -193,6 +205,8 @@ int relaunch_job(int processes, const std::vector<std::string>& args) {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(kExitRuntime);
+    unblock_stop_signals();
+    if (output.write_fd() >= 0) dup2(output.write_fd(), STDERR_FILENO);
     execvp(command.front().c_str(), argv.data());
     std::fprintf(stderr,
                  "error: cannot run %s (%s); install OpenMPI (scripts/setup) or start the job "
@@ -200,22 +214,32 @@ int relaunch_job(int processes, const std::vector<std::string>& args) {
                  launcher.c_str(), std::strerror(errno), processes);
     _exit(kExitRuntime);
   }
-  g_launcher_pid = child;
-  struct sigaction action {};
-  action.sa_handler = forward_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaction(s, &action, nullptr);
+  output.start();
+  {
+    std::lock_guard<std::mutex> lock(g_forward_mutex);
+    g_launcher_pid = child;
+    if (g_forwarded) kill(child, SIGUSR1);  // arrived between fork and here
+  }
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) throw RunError("waitpid on " + launcher + " failed");
   }
-  g_launcher_pid = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_forward_mutex);
+    g_launcher_pid = 0;
+  }
+  output.finish();
   const int code = WIFEXITED(status)     ? WEXITSTATUS(status)
                    : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                          : kExitRuntime;
-  if (code > 128 && code < 128 + 32 && g_forwarded == 0) {
-    // A rank died from a signal it did not handle: it could print nothing itself.
+  bool ended_by_us = false;
+  {
+    std::lock_guard<std::mutex> lock(g_forward_mutex);
+    ended_by_us = g_ended_by_us;
+  }
+  if (code > 128 && code < 128 + 32 && !(ended_by_us && code == 128 + SIGTERM)) {
+    // A rank died from a signal it did not handle (also while stopping on the first signal,
+    // which the ranks handle): it could print nothing itself.
     const int signal = code - 128;
     std::fprintf(stderr,
                  "error: a process of the job was killed by %s (signal %d%s); the job stopped. "

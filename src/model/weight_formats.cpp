@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "checkpoint/json_fields.h"
 #include "model/resnet_family.h"
 #include "util/error.h"
 
@@ -40,8 +41,9 @@ void for_each_whole_tensor(const ModelDescription& d, Fn&& fn) {
   }
 }
 
+// A config value as an error message echoes it: at most kMaxEchoChars characters.
 std::string json_text(const nlohmann::json& j) {
-  return j.is_string() ? j.get<std::string>() : j.dump();
+  return j.is_string() ? excerpt(j.get_ref<const std::string&>()) : json_excerpt(j);
 }
 
 }  // namespace
@@ -267,12 +269,10 @@ std::string import_foreign_weights(const ModelFamily& family, const std::string&
     if (!in) throw RunError(config_path + ": cannot read");
     std::stringstream text;
     text << in.rdbuf();
-    nlohmann::json config;
-    try {
-      config = nlohmann::json::parse(text.str());
-    } catch (const nlohmann::json::parse_error& e) {
-      throw RunError(config_path + ": not valid JSON (error at byte " + std::to_string(e.byte) + ")");
-    }
+    // Nesting bounded before parsing, as for every JSON file read (checkpoint/json_fields.h).
+    const nlohmann::json config =
+        parse_bounded_json(text.str(), config_path, "",
+                           "give the config.json that save_pretrained wrote with the weights");
     check_hf_gpt2_config(config, gpt2->shape(), config_path);
     hf_to_gpt2(SafetensorsFile(path + "/model.safetensors"), gpt2->shape(), whole_params);
     return "Hugging Face GPT-2 " + path;

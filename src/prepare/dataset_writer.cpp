@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "data/file_io.h"
 #include "data/token_shard.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
@@ -26,6 +27,16 @@ std::string shard_name(const char* split, size_t index) {
 
 }  // namespace
 
+// The emitted text is written through a temp file renamed over the path: only a regular file
+// (or a new path) may be replaced that way, never a symlink (the link would become a file) or a
+// device such as /dev/full (it would be replaced by a file). man/singularity.1 documents it.
+void check_emit_text_path(const std::string& path) {
+  const std::string kind = special_file_kind(path, false);
+  if (!kind.empty())
+    throw RunError("--emit-text " + path + ": is " + kind + ", left as it is; --emit-text writes " +
+                   "only a regular file or a new path, so give one of those");
+}
+
 DatasetWriter::DatasetWriter(const Gpt2Tokenizer& tokenizer, std::string dst,
                              DatasetWriterOptions options, ProgressMeter* progress,
                              ProblemLog* problems)
@@ -42,7 +53,14 @@ DatasetWriter::DatasetWriter(const Gpt2Tokenizer& tokenizer, std::string dst,
     val_decided_ = true;
     val_target_ = options_.val_tokens;
   }
-  if (!options_.emit_text.empty()) emit_ = std::make_unique<AtomicFileWriter>(options_.emit_text);
+  if (tokenizer_.vocab_size() > kTokenShardMaxVocab)
+    throw RunError(dst_ + ": the tokenizer has " + std::to_string(tokenizer_.vocab_size()) +
+                   " tokens, but token shards store ids as uint16 (at most " +
+                   std::to_string(kTokenShardMaxVocab) + " tokens); use a smaller vocabulary");
+  if (!options_.emit_text.empty()) {
+    check_emit_text_path(options_.emit_text);
+    emit_ = std::make_unique<AtomicFileWriter>(options_.emit_text);
+  }
   worker_ = std::thread([this] { work(); });
 }
 
@@ -158,7 +176,8 @@ void DatasetWriter::process_batch(std::vector<Document> batch) {
 }
 
 void DatasetWriter::append_tokens(const std::vector<int32_t>& ids) {
-  // GPT-2's ids are below 50,257, so uint16 holds them (the llm.c format's token type).
+  // Ids are below the vocabulary size, at most kTokenShardMaxVocab (checked when the writer is
+  // made), so uint16 holds them (the llm.c format's token type).
   std::vector<uint16_t> narrow(ids.begin(), ids.end());
   summary_.tokens += static_cast<int64_t>(narrow.size());
   if (!val_decided_) {
@@ -216,7 +235,10 @@ DatasetSummary DatasetWriter::finish() {
   if (!val_decided_) decide_val_split();
   flush_shard(false);
   flush_shard(true);
-  if (emit_) emit_->commit();
+  if (emit_) {
+    check_emit_text_path(options_.emit_text);  // again: it may have been replaced since we began
+    emit_->commit();
+  }
   return summary_;
 }
 

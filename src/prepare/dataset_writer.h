@@ -17,7 +17,11 @@
 //
 // --emit-text writes every document's text (after repair) in the same order, separated by
 // kDocumentSeparator; `prepare text` splits files on it, so an emitted file prepares back into
-// the same documents.
+// the same documents. It is written through a temp file renamed into place, so the path must be
+// new or a regular file: a symlink, a device, a FIFO or a directory is refused (RunError).
+//
+// A tokenizer with more than kTokenShardMaxVocab (65,536) tokens is refused (RunError) when the
+// writer is made: the shards store uint16 ids.
 #include <cstdint>
 #include <condition_variable>
 #include <exception>
@@ -62,6 +66,9 @@ struct DatasetSummary {
   int64_t tokens = 0, train_tokens = 0, val_tokens = 0;
   std::vector<ShardRecord> train_shards, val_shards;
 };
+
+// Throws RunError naming path unless it is missing or a regular file (see --emit-text above).
+void check_emit_text_path(const std::string& path);
 
 class DatasetWriter final : public DocumentSink {
  public:

@@ -215,22 +215,15 @@ std::string clean_openwebtext_document(std::string_view text) {
 }
 
 std::vector<std::string> list_openwebtext_inputs(const std::string& src) {
-  std::error_code ec;
-  if (fs::is_regular_file(src, ec)) return {src};
-  if (!fs::is_directory(src, ec))
-    throw RunError(src + ": no such file or directory; give openwebtext.tar.xz, a directory of "
-                   "its urlsf_subset*.xz files or of .txt files, or a .jsonl file");
-  std::vector<std::string> files;
-  for (auto it = fs::recursive_directory_iterator(src, fs::directory_options::follow_directory_symlink, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
-    const std::string name = it->path().string();
-    if (ends_with(name, ".txt") || is_jsonl(name) || is_archive(name)) files.push_back(name);
-  }
-  if (ec) throw RunError(src + ": cannot list: " + ec.message());
+  const auto files = list_source_files(
+      src,
+      [](const std::string& name) {
+        return ends_with(name, ".txt") || is_jsonl(name) || is_archive(name);
+      },
+      "openwebtext.tar.xz, a directory of its urlsf_subset*.xz files or of .txt files, or a .jsonl "
+      "file");
   if (files.empty())
     throw RunError(src + ": no .txt, .jsonl(.gz|.zst) or .xz/.tar files in this directory");
-  std::sort(files.begin(), files.end());
   return files;
 }
 

@@ -66,7 +66,8 @@ int run_prepare(const std::string& kind, const std::string& src, const std::stri
   if (!fs::exists(src, ec)) throw RunError(src + ": no such file or directory");
   const std::string source = fs::absolute(src, ec).lexically_normal().string();
   const std::string tokenizer_dir = resolve_tokenizer_dir(options.tokenizer_dir);
-  const Gpt2Tokenizer tokenizer = Gpt2Tokenizer::load(tokenizer_dir);
+  const Gpt2Tokenizer tokenizer = Gpt2Tokenizer::load(tokenizer_dir);  // refuses > 65,536 tokens
+  if (!options.emit_text.empty()) check_emit_text_path(options.emit_text);  // before DST is made
 
   // The input's size for progress and ETA (compressed bytes for archives).
   int64_t input_total = 0;

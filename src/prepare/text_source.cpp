@@ -1,6 +1,10 @@
 #include "prepare/text_source.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "data/file_io.h"
@@ -11,19 +15,79 @@ namespace sg {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> list_text_files(const std::string& path) {
+namespace {
+
+struct Folder {
+  std::string path;
+  dev_t device;
+  ino_t inode;
+};
+
+std::string loop_error(const std::string& path, const std::string& detail) {
+  return path + ": a symbolic link loop (" + detail + "); remove or fix the link, or point " +
+         "prepare at a folder without it";
+}
+
+// Appends the kept regular files under chain.back(); chain holds the folders from the source
+// down, to catch a link back to one of them.
+void walk(std::vector<Folder>& chain, const std::function<bool(const std::string&)>& keep,
+          std::vector<std::string>& files) {
+  const std::string dir = chain.back().path;
   std::error_code ec;
-  if (fs::is_regular_file(path, ec)) return {path};
-  if (!fs::is_directory(path, ec))
-    throw RunError(path + ": no such file or directory; give a .txt file or a directory of them");
-  std::vector<std::string> files;
-  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file() && it->path().extension() == ".txt") files.push_back(it->path().string());
+  fs::directory_iterator it(dir, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string path = it->path().string();
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0) {
+      const int err = errno;
+      if (err == ENOENT) continue;  // a dangling link: nothing to read
+      if (err == ELOOP) throw RunError(loop_error(path, std::strerror(err)));
+      throw RunError(path + ": cannot read (" + std::strerror(err) +
+                     "); check its permissions or move it out of the source");
+    }
+    if (S_ISDIR(st.st_mode)) {
+      for (const Folder& f : chain)
+        if (f.device == st.st_dev && f.inode == st.st_ino)
+          throw RunError(loop_error(path, "it leads back to " + f.path + ", a folder above it"));
+      chain.push_back(Folder{path, st.st_dev, st.st_ino});
+      walk(chain, keep, files);
+      chain.pop_back();
+    } else if (S_ISREG(st.st_mode) && keep(path)) {
+      files.push_back(path);
+    }
   }
-  if (ec) throw RunError(path + ": cannot list: " + ec.message());
-  if (files.empty()) throw RunError(path + ": no .txt files in this directory");
+  if (ec) throw RunError(dir + ": cannot list (" + ec.message() + "); check its permissions");
+}
+
+}  // namespace
+
+std::vector<std::string> list_source_files(const std::string& path,
+                                           const std::function<bool(const std::string&)>& keep,
+                                           const std::string& expected) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ELOOP) throw RunError(loop_error(path, std::strerror(err)));
+    throw RunError(path + ": " +
+                   (err == ENOENT ? std::string("no such file or directory")
+                                  : "cannot read (" + std::string(std::strerror(err)) + ")") +
+                   "; give " + expected);
+  }
+  if (S_ISREG(st.st_mode)) return {path};
+  if (!S_ISDIR(st.st_mode))
+    throw RunError(path + ": is " + special_file_kind(path, true) + "; give " + expected);
+  std::vector<Folder> chain{Folder{path, st.st_dev, st.st_ino}};
+  std::vector<std::string> files;
+  walk(chain, keep, files);
   std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<std::string> list_text_files(const std::string& path) {
+  const auto files = list_source_files(
+      path, [](const std::string& f) { return fs::path(f).extension() == ".txt"; },
+      "a .txt file or a directory of them");
+  if (files.empty()) throw RunError(path + ": no .txt files in this directory");
   return files;
 }
 

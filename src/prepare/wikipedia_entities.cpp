@@ -91,8 +91,11 @@ bool is_ascii_alnum(char c) {
 // not a well-formed reference we know.
 long parse_reference(std::string_view text, size_t at, size_t* length) {
   constexpr size_t kLongestReference = 12;  // "&#x10FFFF;" and "&thetasym;" fit
-  const size_t end = text.find(';', at + 1);
-  if (end == std::string_view::npos || end - at > kLongestReference || end == at + 1) return -1;
+  // Only the next kLongestReference bytes are searched: a page of '&' with no ';' after them
+  // stays linear.
+  const size_t semicolon = text.substr(at + 1, kLongestReference).find(';');
+  if (semicolon == std::string_view::npos || semicolon == 0) return -1;
+  const size_t end = at + 1 + semicolon;
   std::string_view body = text.substr(at + 1, end - at - 1);
   *length = end - at + 1;
   if (body[0] != '#') {

@@ -4,50 +4,60 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sg {
 namespace {
 
-// Splits a run of `count` opening braces into template ("{{", 2) and parameter ("{{{", 3)
-// openers, as MediaWiki's preprocessor pairs "{{{{{" = "{{" + "{{{".
-void push_brace_openers(std::vector<int>& stack, size_t count) {
-  while (count >= 2) {
-    const int size = count % 3 == 0 ? 3 : 2;
-    stack.push_back(size);
-    count -= size;
-  }
-}
+constexpr size_t kUnclosed = std::string_view::npos;
 
-// The end (one past the last brace) of the template or parameter opened by the run of braces
-// at `at`, or npos when it is never closed.
-size_t find_template_end(std::string_view text, size_t at) {
-  std::vector<int> stack;
-  size_t i = at;
-  while (i < text.size()) {
+// A template ("{{", size 2) or parameter ("{{{", size 3) opener.
+struct Opener {
+  size_t at = 0;           // its first brace
+  size_t end = kUnclosed;  // one past the braces that close it, or kUnclosed
+  size_t size = 2;
+};
+
+// Pairs every opener of `text` with its closing braces, in one pass with a stack on the heap.
+// A run of opening braces splits as MediaWiki's preprocessor splits it ("{{{{{" = "{{" + "{{{");
+// a closing run closes the innermost open ones ("}}" closing a "{{{" closes it anyway, a "}}}"
+// closing a "{{" leaves one brace as text); openers never closed keep kUnclosed. The openers
+// come out in text order. This one pass replaces a scan from every "{{" to its end, which made
+// a page of unclosed "{{" quadratic; the two agree except where an unclosed "{{{" heads a run
+// of six or more braces (the scans re-split the rest of the run, the pass keeps its split).
+std::vector<Opener> match_braces(std::string_view text) {
+  std::vector<Opener> openers;
+  std::vector<size_t> open;  // indices into openers, innermost last
+  // The next '{' and the next '}', each found by memchr from where the last search stopped
+  // (find_first_of("{}") would call memchr for every byte).
+  size_t next_open = text.find('{'), next_close = text.find('}');
+  for (size_t i = std::min(next_open, next_close); i != std::string_view::npos;
+       i = std::min(next_open, next_close)) {
     const char c = text[i];
-    if (c != '{' && c != '}') {
-      i = text.find_first_of("{}", i);
-      if (i == std::string_view::npos) break;
-      continue;
-    }
     size_t run = 1;
     while (i + run < text.size() && text[i + run] == c) ++run;
     if (c == '{') {
-      push_brace_openers(stack, run);
-      i += run;
-      continue;
+      for (size_t count = run, at = i; count >= 2;) {
+        const size_t size = count % 3 == 0 ? 3 : 2;
+        open.push_back(openers.size());
+        openers.push_back({at, kUnclosed, size});
+        at += size;
+        count -= size;
+      }
+    } else {
+      size_t left = run;
+      while (left >= 2 && !open.empty()) {
+        Opener& top = openers[open.back()];
+        open.pop_back();
+        left -= std::min(left, top.size);
+        top.end = i + (run - left);
+      }
     }
-    size_t left = run;
-    while (left >= 2 && !stack.empty()) {
-      const size_t top = static_cast<size_t>(stack.back());
-      stack.pop_back();
-      left -= std::min(left, top);  // "}}" closing a "{{{" closes it anyway
-    }
-    if (stack.empty()) return i + (run - left);
-    i += run;
+    if (next_open < i + run) next_open = text.find('{', i + run);
+    if (next_close < i + run) next_close = text.find('}', i + run);
   }
-  return std::string_view::npos;
+  return openers;
 }
 
 std::string_view trim(std::string_view s) {
@@ -119,36 +129,44 @@ std::string render(const Invocation& call) {
   return "";
 }
 
-}  // namespace
+// Rendered inline templates are expanded again ({{nowrap|{{lang|fr|x}}}} -> x), each level a
+// pass over its own text. A template nested deeper than kMaxDepth is dropped with its words:
+// that bounds the work on a page of 60,000 nested {{nowrap|...}} to kMaxDepth passes over it,
+// and the C++ stack to kMaxDepth frames. MediaWiki itself stops expanding at 40 to 100 levels
+// ($wgMaxPPExpandDepth); articles nest inline templates a handful deep.
+constexpr int kMaxDepth = 40;
 
-std::string expand_templates(std::string_view text) {
+// `text` with its templates removed or rendered; `depth` is the nesting level of its templates.
+std::string expand(std::string_view text, int depth) {
+  const std::vector<Opener> openers = match_braces(text);
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
-  while (i < text.size()) {
-    const size_t open = text.find("{{", i);
-    if (open == std::string_view::npos) {
-      out.append(text.substr(i));
-      break;
-    }
-    out.append(text.substr(i, open - i));
-    const size_t end = find_template_end(text, open);
-    if (end == std::string_view::npos) {
-      i = open + 2;  // unclosed: drop just the braces
+  for (const Opener& opener : openers) {
+    if (opener.at < i) continue;  // inside a template already removed
+    out.append(text.substr(i, opener.at - i));
+    if (opener.end == kUnclosed) {
+      i = opener.at + 2;  // unclosed: drop just two braces (a "{{{" keeps its third)
       continue;
     }
-    i = end;
-    const bool is_template = end - open >= 4 && text[open + 2] != '{';  // not a {{{parameter}}}
+    i = opener.end;
+    const bool is_template = opener.size == 2 && text[opener.at + 2] != '{';  // not {{{param}}}
     const std::string shown =
-        is_template
-            ? expand_templates(render(parse_invocation(text.substr(open + 2, end - open - 4))))
+        is_template && depth <= kMaxDepth
+            ? expand(render(parse_invocation(text.substr(opener.at + 2, i - opener.at - 4))),
+                     depth + 1)
             : std::string();
     out += shown;
     if (shown.empty() && i < text.size() &&
         std::string_view(".,;:!?)").find(text[i]) != std::string_view::npos)
       while (!out.empty() && out.back() == ' ') out.pop_back();
   }
+  out.append(text.substr(std::min(i, text.size())));
   return out;
 }
+
+}  // namespace
+
+std::string expand_templates(std::string_view text) { return expand(text, 1); }
 
 }  // namespace sg

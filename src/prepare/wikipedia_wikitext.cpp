@@ -86,21 +86,61 @@ bool is_dropped_element(const std::string& name) {
   return std::find(kDropped.begin(), kDropped.end(), name) != kDropped.end();
 }
 
-// Finds "</name>" (blanks allowed before '>') from `from`; returns one past its '>' or npos.
-// Strict like MediaWiki's: "</ref name=x>" inside a reference does not close it.
-size_t find_closing_tag(std::string_view text, size_t from, const std::string& name) {
+// A closing tag "</name>" (blanks allowed before '>'): where its "</" starts, and one past '>'.
+struct ClosingTag {
+  size_t start = std::string_view::npos, end = std::string_view::npos;  // npos: none
+};
+
+// The first "</name>" from `from`. Strict like MediaWiki's: "</ref name=x>" inside a reference
+// does not close it.
+ClosingTag find_closing_tag(std::string_view text, size_t from, const std::string& name) {
   for (size_t i = text.find("</", from); i != std::string_view::npos; i = text.find("</", i + 2)) {
     if (!starts_with_nocase(text, i + 2, name)) continue;
     size_t k = i + 2 + name.size();
     while (k < text.size() && (is_blank(text[k]) || text[k] == '\n')) ++k;
-    if (k < text.size() && text[k] == '>') return k + 1;
+    if (k < text.size() && text[k] == '>') return {i, k + 1};
   }
-  return std::string_view::npos;
+  return {};
 }
+
+// find_closing_tag with the last answer for each element name kept: the searches go left to
+// right, so an answer that starts at or after the next search's start is that search's answer
+// too, and "none" stays "none". Without it a page of 100,000 unclosed <ref> was searched to its
+// end 100,000 times; with it each name's searches cover the page once.
+class ClosingTagFinder {
+ public:
+  explicit ClosingTagFinder(std::string_view text) : text_(text) {}
+
+  size_t find(size_t from, const std::string& name) {
+    auto known =
+        std::find_if(known_.begin(), known_.end(), [&](const Known& k) { return k.name == name; });
+    if (known == known_.end()) {
+      known_.push_back({name, from, find_closing_tag(text_, from, name)});
+      return known_.back().found.end;
+    }
+    const bool still_valid = known->from <= from && (known->found.end == std::string_view::npos ||
+                                                     known->found.start >= from);
+    if (!still_valid) {
+      known->from = from;
+      known->found = find_closing_tag(text_, from, name);
+    }
+    return known->found.end;
+  }
+
+ private:
+  struct Known {
+    std::string name;
+    size_t from;  // where the search that found `found` started
+    ClosingTag found;
+  };
+  std::string_view text_;
+  std::vector<Known> known_;  // a handful of names: a vector beats a map
+};
 
 std::string strip_dropped_elements(std::string_view text) {
   std::string out;
   out.reserve(text.size());
+  ClosingTagFinder closing(text);
   Tag tag;
   size_t i = 0;
   while (i < text.size()) {
@@ -117,7 +157,7 @@ std::string strip_dropped_elements(std::string_view text) {
     }
     i = tag.end;
     if (tag.closing || tag.self_closing) continue;  // a stray </ref> or a <ref name=x />
-    const size_t end = find_closing_tag(text, tag.end, tag.name);
+    const size_t end = closing.find(tag.end, tag.name);
     if (end != std::string_view::npos) i = end;  // unclosed: only the opening tag goes
   }
   return out;
@@ -163,10 +203,15 @@ bool is_language_prefix(std::string_view prefix) {
   return true;
 }
 
-std::string clean_links(std::string_view text, const std::vector<std::string>& hidden);
+// What a link shows: either text to write as it is, or a part of the page ([[a|shown]]'s
+// "shown") that is cleaned in its turn, since it may hold links itself.
+struct LinkShows {
+  std::string text;
+  std::string_view cleaned;  // when not empty, shown instead of `text`
+};
 
-// What [[inner]] shows in the text, or "" for the links that show none.
-std::string link_text(std::string_view inner, const std::vector<std::string>& hidden) {
+// What [[inner]] shows in the text; nothing for the links that show none.
+LinkShows link_text(std::string_view inner, const std::vector<std::string>& hidden) {
   inner = trim(inner);
   const bool colon_trick = !inner.empty() && inner.front() == ':';
   if (colon_trick) inner.remove_prefix(1);
@@ -177,53 +222,89 @@ std::string link_text(std::string_view inner, const std::vector<std::string>& hi
     const std::string prefix = fold_namespace_name(trim(target.substr(0, colon)));
     if (prefix == "file" || prefix == "image" || prefix == "category" || is_language_prefix(prefix) ||
         std::find(hidden.begin(), hidden.end(), prefix) != hidden.end())
-      return "";
+      return {};
   }
-  if (pipe == std::string_view::npos) return std::string(target);
+  if (pipe == std::string_view::npos) return {std::string(target), {}};
   const std::string_view shown = trim(inner.substr(pipe + 1));
-  if (!shown.empty()) return clean_links(shown, hidden);
+  if (!shown.empty()) return {{}, shown};
   // The pipe trick: [[Help:Foo (bar)|]] shows "Foo".
   if (colon != std::string_view::npos) target = trim(target.substr(colon + 1));
   const size_t paren = target.find(" (");
   if (paren != std::string_view::npos && target.back() == ')') target = target.substr(0, paren);
-  return std::string(target);
+  return {std::string(target), {}};
 }
 
-// The end (one past "]]") of the link opened at `at`, counting nested links; npos if unclosed.
-size_t find_link_end(std::string_view text, size_t at) {
-  int depth = 0;
-  for (size_t i = at; i + 1 < text.size();) {
+constexpr size_t kUnclosedLink = std::string_view::npos;
+
+// The "[[" of `text` in order, each with the end (one past "]]") of its link or kUnclosedLink,
+// found in one pass with a stack on the heap: "[[" and "]]" pair up like parentheses. This
+// replaces a scan from every "[[" to its end, which made a page of unclosed "[[" quadratic.
+struct LinkOpeners {
+  std::vector<size_t> at, end;
+};
+
+LinkOpeners match_links(std::string_view text) {
+  LinkOpeners links;
+  std::vector<size_t> open;  // indices of the links not closed yet, innermost last
+  // The next '[' and the next ']', each found by memchr from where the last search stopped.
+  size_t next_open = text.find('['), next_close = text.find(']');
+  for (size_t i = std::min(next_open, next_close);
+       i != std::string_view::npos && i + 1 < text.size(); i = std::min(next_open, next_close)) {
+    size_t after = i + 1;
     if (text[i] == '[' && text[i + 1] == '[') {
-      ++depth;
-      i += 2;
+      open.push_back(links.at.size());
+      links.at.push_back(i);
+      links.end.push_back(kUnclosedLink);
+      after = i + 2;
     } else if (text[i] == ']' && text[i + 1] == ']') {
-      if (--depth == 0) return i + 2;
-      i += 2;
-    } else {
-      ++i;
+      if (!open.empty()) {
+        links.end[open.back()] = i + 2;
+        open.pop_back();
+      }
+      after = i + 2;
     }
+    if (next_open < after) next_open = text.find('[', after);
+    if (next_close < after) next_close = text.find(']', after);
   }
-  return std::string_view::npos;
+  return links;
 }
 
+// [[target|shown]] -> shown, [[target]] -> target, and no text for hidden links. A link's shown
+// text may hold links in turn ("[[a|see [[b]]]]"); they are cleaned with a stack on the heap of
+// the parts still to write instead of recursion, so a page of 40,000 nested "[[a|" needs no
+// deeper C++ stack than one link. Every part is a range of the page and the ranges are written
+// left to right, so match_links's one pass serves them all.
 std::string clean_links(std::string_view text, const std::vector<std::string>& hidden) {
+  const LinkOpeners links = match_links(text);
   std::string out;
   out.reserve(text.size());
-  size_t i = 0;
-  while (i < text.size()) {
-    const size_t open = text.find("[[", i);
-    if (open == std::string_view::npos) {
-      out.append(text.substr(i));
-      break;
-    }
-    out.append(text.substr(i, open - i));
-    const size_t end = find_link_end(text, open);
-    if (end == std::string_view::npos) {
-      i = open + 2;  // unclosed: drop just the brackets
+  struct Part {
+    size_t pos, end;  // still to write: text[pos, end)
+  };
+  std::vector<Part> parts = {{0, text.size()}};
+  size_t next = 0;  // the first of links.at not before the current position
+  while (!parts.empty()) {
+    Part& part = parts.back();
+    while (next < links.at.size() && links.at[next] < part.pos) ++next;
+    if (next == links.at.size() || links.at[next] + 2 > part.end) {
+      out.append(text.substr(part.pos, part.end - part.pos));
+      parts.pop_back();
       continue;
     }
-    out += link_text(text.substr(open + 2, end - open - 4), hidden);
-    i = end;
+    const size_t open = links.at[next], end = links.end[next];
+    out.append(text.substr(part.pos, open - part.pos));
+    if (end == kUnclosedLink || end > part.end) {
+      part.pos = open + 2;  // unclosed: drop just the brackets
+      continue;
+    }
+    part.pos = end;
+    const LinkShows shows = link_text(text.substr(open + 2, end - open - 4), hidden);
+    if (shows.cleaned.empty()) {
+      out += shows.text;
+    } else {
+      const size_t from = static_cast<size_t>(shows.cleaned.data() - text.data());
+      parts.push_back({from, from + shows.cleaned.size()});  // `part` is not used after this
+    }
   }
   return out;
 }
@@ -242,6 +323,9 @@ std::string clean_external_links(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
+  // The first ']' or line break after the last '[' looked at, kept: the brackets come left to
+  // right, so a line of unclosed "[http://" is searched once, not once per bracket.
+  size_t close = text.find_first_of("]\n");
   while (i < text.size()) {
     const size_t open = text.find('[', i);
     if (open == std::string_view::npos) {
@@ -249,7 +333,7 @@ std::string clean_external_links(std::string_view text) {
       break;
     }
     out.append(text.substr(i, open - i));
-    const size_t close = text.find_first_of("]\n", open);
+    if (close != std::string_view::npos && close < open) close = text.find_first_of("]\n", open);
     if (!starts_with_url(text, open + 1) || close == std::string_view::npos || text[close] != ']') {
       out += '[';
       i = open + 1;
@@ -404,7 +488,12 @@ Line clean_line(std::string_view line) {
     result.text += d;
   }
   while (!result.text.empty() && result.text.back() == ' ') result.text.pop_back();
-  for (size_t before = 0; before != result.text.size();) {  // "(, )" -> "()" -> ""
+  // "(, )" -> "()" -> "": each pass empties one more level of parentheses. Real text needs two
+  // or three passes; the cap keeps a line of 100,000 nested "( ( ( ) ) )" linear (the pairs
+  // around its 16 innermost levels stay).
+  constexpr size_t kMaxParenthesisPasses = 16;
+  for (size_t before = 0, pass = 0; before != result.text.size() && pass < kMaxParenthesisPasses;
+       ++pass) {
     before = result.text.size();
     tidy_parentheses(result.text);
   }

@@ -26,6 +26,10 @@ namespace sg {
 //   parentheses a removal left empty go: "born ({{birth date|...}}) in" -> "born in", and
 //   "({{lang|..}}; born 1950)" -> "(born 1950)" (an empty "()" right after a word, as in "f()",
 //   stays).
+// Hostile markup costs time in proportion to the page and no stack: links nested to any depth
+// are unwound with a stack on the heap, inline templates render down to 40 levels
+// (wikipedia_templates.h), and parentheses left empty are tidied 16 levels deep (any outer
+// pairs stay).
 // hidden_link_prefixes: namespace names whose links show nothing, folded by fold_namespace_name:
 // the dump's local names of the File and Category namespaces (from its <siteinfo>), besides the
 // canonical "file", "image" and "category" that every wiki accepts.

@@ -2,12 +2,12 @@
 
 #include <array>
 #include <atomic>
-#include <fstream>
 #include <sstream>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
+#include "data/file_io.h"
 #include "tokenizer/bpe_merges.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/utf8.h"
@@ -22,12 +22,11 @@ constexpr const char* kWhereToGet =
     "https://openaipublic.blob.core.windows.net/gpt-2/models/124M/ or the Hugging Face model "
     "openai-community/gpt2)";
 
+// Regular files only: a directory would read as empty ("not valid JSON") and a FIFO would block.
 std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RunError(path + ": cannot open; " + kWhereToGet);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  std::string text, why;
+  if (!read_regular_file(path, text, why)) throw RunError(path + ": " + why + "; " + kWhereToGet);
+  return text;
 }
 
 std::array<char32_t, 256> make_byte_to_unicode() {
@@ -123,6 +122,12 @@ Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& dir) {
   }
   if (!encoder.is_object() || encoder.empty())
     throw RunError(encoder_path + ": expected an object of token -> id; " + kWhereToGet);
+  if (encoder.size() > static_cast<size_t>(kMaxVocabSize))
+    throw RunError(encoder_path + ": " + std::to_string(encoder.size()) +
+                   " tokens, more than the " + std::to_string(kMaxVocabSize) +
+                   " that token shards hold (llm.c's version 1 stores ids as uint16); use a " +
+                   "vocabulary of at most " + std::to_string(kMaxVocabSize) +
+                   " tokens, such as GPT-2's 50,257");
   std::unordered_map<std::string, int32_t> id_of_bytes;
   id_of_bytes.reserve(encoder.size() * 2);
   tok.token_bytes_.assign(encoder.size(), std::string());

@@ -27,10 +27,15 @@ namespace sg {
 // sometimes contain the string, and it must not become a document boundary.
 enum class SpecialTokens { kAsText, kAllowed };
 
+// The most tokens a vocabulary may have: ids are stored as uint16 in llm.c token shards
+// (data/token_shard.h), so ids run 0..65535. load() refuses a larger encoder.json rather than
+// let ids wrap around modulo 65,536 in the shards.
+constexpr int kMaxVocabSize = 65536;
+
 class Gpt2Tokenizer {
  public:
   // dir holds encoder.json and vocab.bpe. Throws sg::RunError naming a missing or malformed
-  // file and where to get the files.
+  // file (a directory, a FIFO, more than kMaxVocabSize tokens) and where to get the files.
   static Gpt2Tokenizer load(const std::string& dir);
 
   std::vector<int32_t> encode(std::string_view text,

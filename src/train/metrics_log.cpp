@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 
 #include <cmath>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -20,6 +22,18 @@ template <typename Float>
 std::string json_number(Float v) {
   if (!std::isfinite(v)) return "null";  // JSON has no NaN/Inf; a diverged loss reads as null
   return fmt::format("{}", v);
+}
+
+// The run's log on standard output (a file, under Slurm or a sweep): a failed write stops the
+// run as metrics.jsonl's does.
+void flush_stdout() {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return;
+  const int error = errno;
+  std::clearerr(stdout);
+  throw RunError(std::string("standard output: cannot write the run's log (") +
+                 std::strerror(error) +
+                 "); the run stops here. Free space where the output goes and run the job again: "
+                 "it continues from its last checkpoint (checkpoint.resume: auto)");
 }
 
 }  // namespace
@@ -67,8 +81,14 @@ void MetricsLog::write_line(int64_t step, const std::vector<Field>& fields) {
     line += fmt::format(", \"{}\": {}", field.key, field.json);
     scalars.emplace_back(field.key, field.value);
   }
-  fmt::print(file_, "{}}}\n", line);
-  std::fflush(file_);
+  line += "}\n";
+  // A full disk must stop the run at once, not after hours without metrics: stdio buffers, so
+  // only the flush tells.
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
+    throw RunError(path_ + ": cannot write (" + std::strerror(errno) +
+                   "); the run stops here. Free space in log.dir and run the job again: it "
+                   "continues from its last checkpoint (checkpoint.resume: auto)");
+  }
   if (tensorboard_) tensorboard_->write_scalars(step, scalars);
 }
 
@@ -110,7 +130,7 @@ void MetricsLog::log_step(const StepMetrics& m, bool print) {
                  m.step, m.loss, m.grad_norm, m.skipped_steps, m.skipped_in_row,
                  m.max_skipped_in_row);
     }
-    std::fflush(stdout);
+    flush_stdout();
   }
 }
 
@@ -129,12 +149,12 @@ void MetricsLog::log_eval(int64_t step, float val_loss, double best_possible,
   } else {
     fmt::print("eval step {} | val loss {:.4f}{}\n", step, val_loss, extra_text);
   }
-  std::fflush(stdout);
+  flush_stdout();
 }
 
 void MetricsLog::log_message(const std::string& line) {
   fmt::print("{}\n", line);
-  std::fflush(stdout);
+  flush_stdout();
 }
 
 int64_t peak_resident_bytes() {

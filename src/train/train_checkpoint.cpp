@@ -2,15 +2,23 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/json_fields.h"
 #include "config/load_job_spec.h"
+#include "train/loss_scale.h"
 #include "util/error.h"
 
 namespace sg {
 namespace {
+
+// The manifest's state object, read field by field; errors name the manifest and state.<key>.
+JsonFields state_fields(const LoadedCheckpoint& ck) {
+  return JsonFields(ck.state, ck.path + "/manifest.json", kCorruptCheckpointAdvice, "state.");
+}
 
 void add_tensors(std::vector<TensorRef>& out, const std::vector<ParamTensor>& list,
                  const float* base, const std::string& prefix) {
@@ -40,15 +48,17 @@ void copy_tensors(float* base, const std::vector<ParamTensor>& list, const Model
 // The checkpoint's model record must be the job's: equal tensor shapes are not enough
 // (n_head, or a vocabulary padding to the same size, leave the shapes alone).
 void check_model_record(const LoadedCheckpoint& ck, const ModelFamily& family) {
-  if (!ck.state.contains("model")) return;
-  const nlohmann::json got = current_shape_record(ck.state["model"]);
+  const JsonFields state = state_fields(ck);
+  if (!state.has("model")) return;
+  const nlohmann::json got = current_shape_record(state.object("model").json());
   const nlohmann::json want = family.shape_record();
   for (const auto& [key, value] : want.items()) {
     if (got.contains(key) && got[key] == value) continue;
     const std::string name = key == "family" ? "model.arch" : "model." + key;
-    throw RunError(ck.path + ": checkpoint was written for " + name + " " +
-                   (got.contains(key) ? got[key].dump() : std::string("?")) + " but the job has " +
-                   value.dump() + "; use the job that wrote it, or a new log.dir to start over");
+    throw RunError(ck.path + "/manifest.json: checkpoint was written for " + name + " " +
+                   (got.contains(key) ? json_excerpt(got[key]) : std::string("?")) +
+                   " (field state.model." + key + ") but the job has " + json_excerpt(value) +
+                   "; use the job that wrote it, or a new log.dir to start over");
   }
 }
 
@@ -74,6 +84,29 @@ void refuse_non_finite(const std::string& checkpoints_dir, int64_t step,
   for (size_t i = 0; i < whole.state.size(); ++i) {
     check(whole.state[i], layout.total(), "the optimizer state " + whole.state_names[i]);
   }
+}
+
+// The trainer's state as the manifest records it, every value checked.
+TrainerState read_trainer_state(const LoadedCheckpoint& ck) {
+  const JsonFields s = state_fields(ck);
+  TrainerState state;
+  state.step = s.integer("step", 0, kMaxCheckpointStep);
+  if (state.step != ck.step)
+    throw s.error("step", "is " + std::to_string(state.step) + " but the manifest's step is " +
+                              std::to_string(ck.step) + " (the manifest is corrupt)");
+  state.train_samples = s.unsigned_integer("train_sequences");
+  state.seed = s.unsigned_integer("seed");
+  const double scale = s.number_or("loss_scale", 0.0, 0.0, std::numeric_limits<float>::max());
+  int exponent = 0;
+  if (scale != 0 && (scale < kMinLossScale || std::frexp(scale, &exponent) != 0.5))
+    throw s.wrong("loss_scale", "0 (not scaling) or a power of two from 1 to 2^127");
+  state.loss_scale = static_cast<float>(scale);
+  // Counts of steps, so none exceeds the steps done.
+  state.loss_scale_clean_steps = s.integer_or("loss_scale_clean_steps", 0, 0, state.step);
+  state.skipped_steps = s.integer_or("skipped_steps", 0, 0, state.step);
+  state.skipped_in_row =
+      static_cast<int>(s.integer_or("skipped_in_row", 0, 0, state.skipped_steps));
+  return state;
 }
 
 }  // namespace
@@ -113,6 +146,7 @@ std::string save_training_checkpoint(const std::string& checkpoints_dir, const J
 TrainerState load_training_checkpoint(const LoadedCheckpoint& ck, const ModelFamily& family,
                                       const ParameterLayout& layout, const LoadTargets& targets) {
   const std::string& path = ck.path;
+  const TrainerState state = read_trainer_state(ck);  // checked before any tensor is copied
   check_model_record(ck, family);
   auto file = [&](const std::string& name) -> const SafetensorsFile& {
     auto it = ck.files.find(name);
@@ -134,30 +168,18 @@ TrainerState load_training_checkpoint(const LoadedCheckpoint& ck, const ModelFam
   copy_tensors(targets.buffers, layout.buffers(), layout.shard(), model, "",
                path + "/model.safetensors");
   if (!targets.state_names.empty()) {
-    const std::string written = ck.state.value("optimizer", std::string("adamw"));
+    const std::string written = state_fields(ck).string_or("optimizer", "adamw");
     if (written != targets.optimizer) {
-      throw RunError(path + ": checkpoint holds " + written + " optimizer state but the job has "
-                     "optim.name " + targets.optimizer + "; use the optimizer that wrote it, or "
-                     "a new log.dir to start over");
+      throw RunError(path + "/manifest.json: checkpoint holds " + excerpt(written) +
+                     " optimizer state (field state.optimizer) but the job has optim.name " +
+                     targets.optimizer + "; use the optimizer that wrote it, or a new log.dir "
+                     "to start over");
     }
     const SafetensorsFile& opt = file("optimizer.safetensors");
     for (size_t i = 0; i < targets.state_names.size(); ++i) {
       copy_tensors(targets.state[i], layout.tensors(), layout.shard(), opt,
                    targets.state_names[i] + ".", path + "/optimizer.safetensors");
     }
-  }
-  TrainerState state;
-  try {
-    state.step = ck.state.at("step").get<int64_t>();
-    state.train_samples = ck.state.at("train_sequences").get<uint64_t>();
-    state.seed = ck.state.at("seed").get<uint64_t>();
-    state.loss_scale = ck.state.value("loss_scale", 0.0f);
-    state.loss_scale_clean_steps = ck.state.value("loss_scale_clean_steps", int64_t{0});
-    state.skipped_steps = ck.state.value("skipped_steps", int64_t{0});
-    state.skipped_in_row = ck.state.value("skipped_in_row", 0);
-  } catch (const nlohmann::json::exception& e) {
-    throw RunError(path + "/manifest.json: trainer state is incomplete (" + e.what() +
-                   "); resume from another checkpoint");
   }
   return state;
 }

@@ -57,7 +57,12 @@ struct LoadTargets {
 };
 
 // Loads the checkpoint into this shard's buffers. Throws RunError naming the checkpoint when it
-// is corrupt or was written for a different model (family or shape) or optimizer.
+// is corrupt or was written for a different model (family or shape) or optimizer. The trainer's
+// state (state.step, train_sequences, seed, loss_scale, loss_scale_clean_steps, skipped_steps,
+// skipped_in_row, optimizer, model) is checked first, each value's type and range (step from 0
+// to kMaxCheckpointStep and equal to the manifest's; the counts at most the steps done; the loss
+// scale 0 or a power of two), a RunError naming the manifest and the field otherwise
+// (docs/design-notes.md, "Checkpoint files").
 TrainerState load_training_checkpoint(const LoadedCheckpoint& checkpoint,
                                       const ModelFamily& family, const ParameterLayout& layout,
                                       const LoadTargets& targets);

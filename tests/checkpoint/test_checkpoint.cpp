@@ -143,13 +143,17 @@ TEST_CASE("corruption is detected and names the checkpoint file") {
   SUBCASE("manifest field of the wrong type") {
     std::ifstream in(manifest);
     nlohmann::json j = nlohmann::json::parse(in);
+    j.erase("manifest_xxh3_64");  // as an older writer left it: edits go unnoticed but checked
     j["format"] = 3;
     std::ofstream(manifest, std::ios::trunc) << j.dump();
     CHECK(error_of([&] { load_checkpoint(path); }).find(manifest + ": not a singularity") == 0);
     j["format"] = "singularity-checkpoint";
     j["files"]["model.safetensors"]["xxh3_64"] = 17;
     std::ofstream(manifest, std::ios::trunc) << j.dump();
-    CHECK(error_of([&] { load_checkpoint(path); }).find(manifest + ": entry for model") == 0);
+    CHECK(error_of([&] { load_checkpoint(path); }) ==
+          manifest + ": field files.model.safetensors.xxh3_64 is 17 but must be a string of 16 "
+                     "lower-case hex digits; " +
+              advice);
     j["files"]["../../etc/passwd"] = j["files"]["model.safetensors"];
     std::ofstream(manifest, std::ios::trunc) << j.dump();
     CHECK(error_of([&] { load_checkpoint(path); }).find("invalid checkpoint file name") !=
@@ -195,6 +199,32 @@ TEST_CASE("resume: auto takes the newest intact checkpoint, warning about corrup
   warnings.clear();
   CHECK_FALSE(find_resume_checkpoint(ckpts, "auto", &warnings).has_value());
   CHECK(warnings.size() == 4);
+}
+
+TEST_CASE("checkpoint.resume: a directory that is no checkpoint is named so, never to delete") {
+  test::TempDir dir;
+  const std::string ckpts = dir / "run/checkpoints";
+  const std::string step10 = save_step(ckpts, 10);
+  fs::create_directory(dir / "etc");
+  std::ofstream(dir / "etc/passwd") << "root:x:0:0\n";
+  const auto resume_error = [&](const std::string& path) {
+    const std::string e = error_of([&] { find_resume_checkpoint(ckpts, path, nullptr); });
+    INFO(e);
+    CHECK(e.rfind("checkpoint.resume " + path + ": ", 0) == 0);
+    CHECK(e.find("delete") == std::string::npos);
+    CHECK(e.find("set checkpoint.resume to a step_* directory that train wrote") !=
+          std::string::npos);
+    return e;
+  };
+  CHECK(resume_error(dir / "etc").find(": not a checkpoint (it has no manifest.json) nor a run "
+                                       "directory holding checkpoints;") != std::string::npos);
+  CHECK(resume_error(dir / "run").find("; it holds checkpoints, the newest is " + step10) !=
+        std::string::npos);
+  CHECK(resume_error(ckpts).find("the newest is " + step10) != std::string::npos);
+  CHECK(resume_error(dir / "etc/passwd").find(": not a directory, so not a checkpoint") !=
+        std::string::npos);
+  CHECK(resume_error(dir / "nowhere").find(": no such directory") != std::string::npos);
+  CHECK(find_resume_checkpoint(ckpts, step10, nullptr) == step10);  // a checkpoint: taken
 }
 
 TEST_CASE("keep prunes the oldest complete checkpoints and ignores temporary directories") {

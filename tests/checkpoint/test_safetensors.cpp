@@ -147,3 +147,42 @@ TEST_CASE("broken files give named errors") {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << "abc";
   CHECK(error_of([&] { SafetensorsFile file(path); }).find("too short") != std::string::npos);
 }
+
+TEST_CASE("deeply nested header JSON is refused before parsing; echoed values are cut short") {
+  test::TempDir dir;
+  const std::string path = dir / "deep.safetensors";
+  const auto nested = [](size_t levels) {
+    return std::string(levels, '[') + std::string(levels, ']');
+  };
+  const auto error_for = [&](const std::string& header) {
+    write_raw(path, header, "");
+    const std::string e = error_of([&] { SafetensorsFile file(path); });
+    INFO(e);
+    CHECK(e.rfind(path + ": ", 0) == 0);
+    CHECK(e.find('\n') == std::string::npos);
+    CHECK(e.size() < 400);
+    return e;
+  };
+  const std::string deeper = "header is nested deeper than 64 levels (at byte ";
+  // A forged shape or data_offsets 60,000 arrays deep (a 120 KB header): once a stack overflow.
+  CHECK(error_for(R"({"a":{"dtype":"F32","shape":)" + nested(60000) +
+                  R"(,"data_offsets":[0,0]}})")
+            .find(deeper) != std::string::npos);
+  CHECK(error_for(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":)" + nested(60000) + "}}")
+            .find(deeper) != std::string::npos);
+  // The limit: 64 levels in all are read (and the shape refused as a shape), 65 are not.
+  const std::string at_limit = error_for(R"({"a":{"dtype":"F32","shape":)" + nested(62) +
+                                         R"(,"data_offsets":[0,0]}})");
+  CHECK(at_limit.find("has an invalid shape [[[[") != std::string::npos);
+  CHECK(at_limit.find(deeper) == std::string::npos);
+  CHECK(error_for(R"({"a":{"dtype":"F32","shape":)" + nested(63) + R"(,"data_offsets":[0,0]}})")
+            .find(deeper + "98)") != std::string::npos);  // the 65th level: file byte 8 + 90
+  // 30,000 levels once printed a 60 KB line; now no echo is longer than 80 characters + "…".
+  const std::string wide = error_for(R"({"a":{"dtype":"F32","shape":[")" +
+                                     std::string(10000, 'x') + R"("],"data_offsets":[0,0]}})");
+  CHECK(wide.find("has an invalid shape [\"xxxx") != std::string::npos);
+  CHECK(wide.find("x\xE2\x80\xA6; the file is corrupt") != std::string::npos);
+  const std::string name = error_for("{\"" + std::string(5000, 'n') +
+                                     R"(":{"dtype":"Q4","shape":[0],"data_offsets":[0,0]}})");
+  CHECK(name.find("n\xE2\x80\xA6' has unsupported dtype Q4") != std::string::npos);
+}

@@ -101,7 +101,11 @@ TEST_CASE("out-of-range values and bad enums name the allowed values") {
         "context length)");
   CHECK(spec_error("data: {dataset: tokens, train: t.bin, val: v.bin}\nmodel: {vocab: 70000}\n")
             .rfind("job.yaml:2:9: model.vocab 70000 exceeds 65536", 0) == 0);
-  CHECK(spec_error("data: {dataset: synthetic}\nmodel: {vocab: 70000}\n") == "");
+  // The synthetic chain's tokens are uint16 too (data/markov_chain.h): 70000 would wrap.
+  CHECK(spec_error("data: {dataset: synthetic}\nmodel: {vocab: 70000}\n") ==
+        "job.yaml:2:9: model.vocab must be <= 65536; got 70000 (synthetic tokens are stored in "
+        "16 bits)");
+  CHECK(spec_error("data: {dataset: synthetic}\nmodel: {vocab: 65536}\n") == "");
 }
 
 TEST_CASE("the job name must be usable as a directory name") {

@@ -9,6 +9,7 @@
 
 #include "cli/sweep_slurm.h"
 #include "cli/sweep_summary.h"
+#include "error_of.h"
 #include "sweep_test_util.h"
 #include "temp_dir.h"
 
@@ -121,6 +122,62 @@ TEST_CASE("point states: done from the checkpoint, failed and running from the s
   CHECK(table.find("failed (7)") != std::string::npos);
   CHECK(table.find("4.1235") != std::string::npos);
   CHECK(table.find("running") != std::string::npos);
+}
+
+TEST_CASE("a wrong sweep_status.json names the file and the field, for sweep, summary, report") {
+  sg::test::TempDir dir;
+  const SweepSpec sweep = parse_sweep_spec(
+      "dir: " + dir.path() + "\ngrid: {optim.lr: [1]}\nset: {train.steps: 20}\n", "s.yaml");
+  const SweepPoint& point = sweep.points.at(0);
+  std::filesystem::create_directories(point.run_dir);
+  const std::string status = point.run_dir + "/sweep_status.json";
+  const std::string advice =
+      "; delete it if no sweep is running this point (the sweep writes it again)";
+  const auto error_for = [&](const std::string& text) {
+    write_text(status, text);
+    const std::string e = sg::test::error_of([&] { read_point_record(point.run_dir); });
+    INFO(e);
+    CHECK(e.rfind(status + ": ", 0) == 0);
+    CHECK(e.size() > advice.size());
+    CHECK(e.compare(e.size() - advice.size(), advice.size(), advice) == 0);
+    CHECK(e.find('\n') == std::string::npos);
+    CHECK(e.size() < 400);
+    // The summary (sweep, --dry-run, --summary) reads it the same way.
+    CHECK(sg::test::error_of([&] { summarize_point(point); }) == e);
+    return e;
+  };
+  CHECK(error_for(R"({"state": "failed", "exit_code": "7"})")
+            .find("field exit_code is \"7\" but must be an integer from 0 to 255") !=
+        std::string::npos);
+  CHECK(error_for(R"({"state": "failed", "exit_code": 300})").find("field exit_code is 300") !=
+        std::string::npos);
+  CHECK(error_for(R"({"state": 1})").find("field state is 1 but must be a string") !=
+        std::string::npos);
+  CHECK(error_for(R"({"state": "sleeping"})")
+            .find("field state is \"sleeping\" but must be running, done, failed or "
+                  "interrupted") != std::string::npos);
+  CHECK(error_for(R"({"wall_s": "x"})").find("field wall_s is \"x\" but must be a number") !=
+        std::string::npos);
+  CHECK(error_for(R"({"wall_s": -1})").find("field wall_s is -1") != std::string::npos);
+  CHECK(error_for(R"({"pid": 1e300})").find("field pid is 1e+300 but must be an integer") !=
+        std::string::npos);
+  CHECK(error_for(R"({"host": 5})").find("field host is 5 but must be a string") !=
+        std::string::npos);
+  CHECK(error_for(R"([1, 2])").find("the top level is [1,2] but must be a JSON object") !=
+        std::string::npos);
+  CHECK(error_for("{\"host\": " + std::string(100000, '[') + std::string(100000, ']') + "}")
+            .find("nested deeper than 64 levels (at byte 72)") != std::string::npos);
+  CHECK(error_for(R"({"state": ")" + std::string(5000, 's') + "\"}")
+            .find("sss\xE2\x80\xA6 but must be running") != std::string::npos);
+
+  write_text(status, R"({"state": "runn)");  // a torn write: as if there were none
+  CHECK_FALSE(read_point_record(point.run_dir).has_value());
+  write_point_record(point.run_dir, {"failed", 7, 1.5, "", 0});  // what the sweep writes: read
+  const auto record = read_point_record(point.run_dir);
+  REQUIRE(record.has_value());
+  CHECK(record->exit_code == 7);
+  CHECK(record->wall_s == 1.5);
+  CHECK(summarize_point(point).state == PointState::failed);
 }
 
 TEST_CASE("CSV fields holding commas or quotes are quoted") {

@@ -1,7 +1,10 @@
 // GPT-2 tokenizer: the reference ids on the shared test vectors and prompts, the known token
-// counts of the sample texts, decode(encode(x)) == x, special tokens, invalid UTF-8, threads.
+// counts of the sample texts, decode(encode(x)) == x, special tokens, invalid UTF-8, threads,
+// and the files it refuses: a vocabulary over 65,536 tokens, a directory or FIFO for a file.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -9,9 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/error_of.h"
+#include "tests/fifo_guard.h"
 #include "tests/temp_dir.h"
 #include "tests/test_files.h"
 #include "tests/tokenizer/shared_tokenizer.h"
+#include "tests/tokenizer/synthetic_vocab.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -181,4 +186,35 @@ TEST_CASE("missing or malformed tokenizer files are reported by name") {
   std::ofstream(dir / "encoder.json") << "{\"a\": 0}";
   CHECK(test::error_of([&] { Gpt2Tokenizer::load(dir.path()); }).find("<|endoftext|>") !=
         std::string::npos);
+}
+
+TEST_CASE("a vocabulary of more than 65,536 tokens is refused at load; 65,536 tokens load") {
+  // llm.c's shards hold uint16 ids: id 69999 of 70,000 would be written as 69999 - 65536 = 4463.
+  test::TempDir dir;
+  test::write_synthetic_vocab(dir.path(), 70000);
+  const std::string error = test::error_of([&] { Gpt2Tokenizer::load(dir.path()); });
+  CHECK(error.find(dir / "encoder.json") != std::string::npos);
+  CHECK(error.find("70000 tokens") != std::string::npos);
+  CHECK(error.find("65536") != std::string::npos);
+  CHECK(error.find('\n') == std::string::npos);
+
+  test::write_synthetic_vocab(dir.path(), kMaxVocabSize);
+  const Gpt2Tokenizer tok = Gpt2Tokenizer::load(dir.path());
+  CHECK(tok.vocab_size() == 65536);
+  CHECK(tok.encode("zz") == std::vector<int32_t>{65535});
+  CHECK(tok.decode(std::vector<int32_t>{65535}) == "zz");
+}
+
+TEST_CASE("an encoder.json that is a directory or a FIFO is named as such, without blocking") {
+  test::TempDir dir;
+  std::filesystem::create_directory(dir / "encoder.json");
+  std::string error = test::error_of([&] { Gpt2Tokenizer::load(dir.path()); });
+  CHECK(error.find(dir / "encoder.json: is a directory") != std::string::npos);
+  CHECK(error.find("not valid JSON") == std::string::npos);
+
+  std::filesystem::remove(dir / "encoder.json");
+  REQUIRE(::mkfifo((dir / "encoder.json").c_str(), 0600) == 0);
+  const auto load = [&] { error = test::error_of([&] { Gpt2Tokenizer::load(dir.path()); }); };
+  CHECK(test::returns_without_blocking(dir / "encoder.json", load));
+  CHECK(error.find(dir / "encoder.json: is a FIFO") != std::string::npos);
 }

@@ -7,10 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -101,33 +105,106 @@ TEST_CASE("train.time_limit stops the run with a checkpoint before the limit") {
   CHECK(sg::list_checkpoints(dir.path() + "/checkpoints").back().first == r.last_step);
 }
 
+// As main() does it: the stop signals blocked, one thread taking them (launch/stop_signal.h).
+// Signals are sent to the process (kill), as a launcher or Slurm sends them, not to a thread.
+static void take_stop_signals_like_main() {
+  sg::block_stop_signals();
+  sg::start_signal_thread();
+}
+
+static void send_and_settle(int signal) {
+  kill(getpid(), signal);
+  usleep(100000);  // the signal thread acts
+}
+
 TEST_CASE("a second stop signal ends the process at once; one delivered twice counts once") {
   const int twice_apart = in_child([] {
+    take_stop_signals_like_main();
     sg::install_stop_handlers();
-    raise(SIGUSR1);
+    send_and_settle(SIGUSR1);
     usleep(static_cast<useconds_t>(sg::kSignalDebounce.count() * 1000 + 200000));
-    raise(SIGTERM);
+    send_and_settle(SIGTERM);
     _exit(0);  // not reached
   });
   REQUIRE(WIFEXITED(twice_apart));
   CHECK(WEXITSTATUS(twice_apart) == 128 + SIGTERM);
   const int twice_together = in_child([] {
+    take_stop_signals_like_main();
     sg::install_stop_handlers();
-    raise(SIGUSR1);
-    raise(SIGTERM);
+    kill(getpid(), SIGUSR1);
+    send_and_settle(SIGTERM);
     _exit(sg::stop_signal_received() == SIGUSR1 ? 0 : 1);
   });
   REQUIRE(WIFEXITED(twice_together));
   CHECK(WEXITSTATUS(twice_together) == 0);
   const int settled = in_child([] {
+    take_stop_signals_like_main();
     sg::install_stop_handlers();
-    raise(SIGUSR1);
+    send_and_settle(SIGUSR1);
     sg::settle_stop_handlers(sg::kExitInterrupted);
-    raise(SIGTERM);
+    send_and_settle(SIGTERM);
     _exit(0);
   });
   REQUIRE(WIFEXITED(settled));
   CHECK(WEXITSTATUS(settled) == sg::kExitInterrupted);
+}
+
+TEST_CASE("stop signals are taken on one thread only, never on a computing one") {
+  // Every thread started after block_stop_signals inherits the block; the action runs on the
+  // signal thread while the others compute (no handler frame on their stacks).
+  const int status = in_child([] {
+    take_stop_signals_like_main();
+    static std::atomic<long> action_thread{0};
+    sg::set_stop_action([](int) { action_thread.store(static_cast<long>(gettid())); });
+    std::atomic<bool> run{true};
+    std::vector<std::thread> workers;
+    std::atomic<int> unblocked{0};
+    for (int i = 0; i < 3; ++i) {
+      workers.emplace_back([&] {
+        sigset_t mask;
+        pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+        for (const int s : {SIGTERM, SIGINT, SIGUSR1}) unblocked += sigismember(&mask, s) != 1;
+        volatile double x = 0;
+        while (run.load()) x = x + 1;
+      });
+    }
+    for (int i = 0; i < 20; ++i) send_and_settle(SIGUSR1);
+    run = false;
+    for (auto& w : workers) w.join();
+    const long taken = action_thread.load();
+    _exit(unblocked == 0 && taken != 0 && taken != static_cast<long>(gettid()) ? 0 : 1);
+  });
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("without an action a stop signal ends the process as its default would") {
+  const int status = in_child([] {
+    take_stop_signals_like_main();
+    send_and_settle(SIGTERM);
+    _exit(0);  // not reached
+  });
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+}
+
+TEST_CASE("a crash names the process in one line before the signal's default action") {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const int status = in_child([&] {
+    dup2(fds[1], STDERR_FILENO);
+    sg::report_crashes("rank 3: ");
+    abort();
+  });
+  close(fds[1]);
+  char buffer[1024] = {};
+  const ssize_t n = read(fds[0], buffer, sizeof(buffer) - 1);
+  close(fds[0]);
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGABRT);
+  const std::string line(buffer, n > 0 ? static_cast<size_t>(n) : 0);
+  CHECK(line.rfind("rank 3: error: this process crashed (SIGABRT)", 0) == 0);
+  CHECK(std::count(line.begin(), line.end(), '\n') == 1);
 }
 
 TEST_CASE("a non-finite gradient is skipped and counted; a streak ends the run") {
