@@ -46,15 +46,10 @@ EOF
 check_error() {
   local code="$1" pattern="$2"
   shift 3
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  check
-  if [[ $rc -ne $code ]] || [[ $(grep -c '^error:' <<<"$out") -ne 1 ]] ||
-     ! grep -Eq -- "^error: .*$pattern" <<<"$out"; then
-    fail "$* -> exit $rc (want $code and one error line matching '$pattern'):"
-    echo "$out" | head -5
-  fi
+  expect "$code" "^error: .*$pattern" -- "$@"
+  local lines
+  lines=$(grep -c '^error:' <<<"$expect_out")
+  [[ $lines -eq 1 ]] || fail "$* -> $lines error lines, want one"
 }
 
 make_vocab tok 300

@@ -12,12 +12,14 @@ fail() {
   if [[ $failed_this -eq 0 ]]; then failures=$((failures + 1)); failed_this=1; fi
 }
 # expect CODE PATTERN -- command...: the exit code, and the combined output matches PATTERN.
+# The output stays in $expect_out for checks of its own.
 expect() {
   local code="$1" pattern="$2"
   shift 3
   local out rc
   out=$("$@" 2>&1)
   rc=$?
+  expect_out="$out"
   check
   if [[ $rc -ne $code ]] || ! grep -Eq -- "$pattern" <<<"$out"; then
     fail "$* -> exit $rc (want $code, output matching '$pattern'):"
