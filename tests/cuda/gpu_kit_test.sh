@@ -68,7 +68,7 @@ grep -q 'libcudart.* not found' "$work/ldd.txt" || fail "the module's CUDA runti
 # lacks, at the kit's own module, found beside the binary (SINGULARITY_CUDA_MODULE unset).
 in_root "SINGULARITY_CUDA_MODULE= $run singularity info" > "$work/info.txt" 2>&1
 grep -q '^singularity [0-9]' "$work/info.txt" || fail "info did not run: $(head -3 "$work/info.txt")"
-grep -q 'singularity-gpu-kit/lib/singularity/libsingularity_cuda.so: libcudart' "$work/info.txt" ||
+grep -q 'singularity-gpu-kit/lib/singularity/libsingularity_cuda.so (libcudart' "$work/info.txt" ||
   fail "the binary did not find the kit's CUDA module beside itself: $(tail -2 "$work/info.txt")"
 in_root "cd /tmp && $run singularity train --set train.steps=3 --set devices.processes=1 --set log.dir=/tmp/q1" > "$work/q1.txt" 2>&1 ||
   fail "the quickstart on 1 process: $(tail -3 "$work/q1.txt")"

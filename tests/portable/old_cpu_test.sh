@@ -23,15 +23,21 @@ if ! "$bin" info | grep -q '^cpu kernels: .*x86-64-v3'; then
 fi
 # QEMU warns about CPUID bits TCG cannot emulate; those lines are noise here. An exec from the
 # emulated process runs natively (no binfmt handler), so the binary must not re-execute itself
-# to set OMP_WAIT_POLICY or OPENBLAS_THREAD_TIMEOUT (src/backend/blas_core.cpp): they are set here.
+# (src/backend/blas_core.cpp): OMP_WAIT_POLICY and OPENBLAS_THREAD_TIMEOUT are set here, and the
+# stop signals arrive blocked (env --block-signal; QEMU hands the mask to the guest), the two
+# reasons it would (docs/faults.md, "Stop signals").
 export OMP_WAIT_POLICY=passive OPENBLAS_THREAD_TIMEOUT=16
-emulate() { local cpu=$1; shift; "$qemu" -cpu "$cpu" "$@" 2> >(grep -v "TCG doesn't support" >&2); }
+blocked=(env --block-signal=TERM,INT,USR1)
+emulate() {
+  local cpu=$1; shift
+  "${blocked[@]}" "$qemu" -cpu "$cpu" "$@" 2> >(grep -v "TCG doesn't support" >&2)
+}
 
 expect 0 '^cpu kernels: x86-64-v2 \(built: x86-64-v2, x86-64-v3 \(not on this CPU\)' -- \
   emulate Nehalem "$bin" info
 expect 0 '^cpu kernels: x86-64-v3 ' -- emulate Haswell "$bin" info
 expect 1 'SINGULARITY_CPU_KERNELS=x86-64-v3: this CPU lacks those instructions' -- \
-  env SINGULARITY_CPU_KERNELS=x86-64-v3 "$qemu" -cpu Nehalem "$bin" info
+  "${blocked[@]}" SINGULARITY_CPU_KERNELS=x86-64-v3 "$qemu" -cpu Nehalem "$bin" info
 
 # A tiny GPT job on the emulated Nehalem: attention, layernorm, GELU, cross-entropy and AdamW
 # all run on the baseline kernels, OpenBLAS picks its SSE kernels.
