@@ -86,6 +86,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     gemm_ = std::make_unique<cuda::CublasLtGemm>(compute_, scratch_);
     attention_ = std::make_unique<cuda::AttentionOp>(compute_, scratch_, device_);
     timer_ = std::make_unique<cuda::OpTimer>(compute_);
+    staging_ = std::make_unique<cuda::PinnedStaging>(compute_);
   } catch (...) {
     release();
     throw;
@@ -99,6 +100,7 @@ void CudaBackend::release() noexcept {
   cudaSetDevice(device_);
   if (compute_ != nullptr) cudaStreamSynchronize(compute_);
   if (comm_ != nullptr) cudaStreamSynchronize(comm_);
+  staging_.reset();
   timer_.reset();
   attention_.reset();
   conv_.reset();
@@ -213,6 +215,12 @@ void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
 
 void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {
   upload(dst, host_src, bytes);
+}
+
+void CudaBackend::upload_batch(void* dst, const void* host_src, size_t bytes) {
+  if (bytes == 0) return;
+  activate();
+  if (!staging_->copy(dst, host_src, bytes)) upload(dst, host_src, bytes);
 }
 
 void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {

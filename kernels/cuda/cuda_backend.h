@@ -19,6 +19,7 @@
 #include "backend/backend.h"
 #include "kernels/cuda/device_memory.h"
 #include "kernels/cuda/op_timer.h"
+#include "kernels/cuda/pinned_staging.h"
 
 namespace sg::cuda {
 class AttentionOp;
@@ -60,6 +61,7 @@ class CudaBackend final : public Backend {
   void deallocate(void* ptr) noexcept override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
+  void upload_batch(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
   void fill(const TensorView& t, double value) override;
   void synchronize() override;
@@ -202,6 +204,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::CudnnConv> conv_;
   std::unique_ptr<cuda::AttentionOp> attention_;
   std::unique_ptr<cuda::OpTimer> timer_;
+  std::unique_ptr<cuda::PinnedStaging> staging_;  // upload_batch's page-locked slots
   double* host_result_ = nullptr;  // pinned: sum_of_squares' result comes back through it
   cudaEvent_t comm_collective_ = nullptr;  // the last collective queued on comm_
   bool comm_collective_pending_ = false;   // recorded since compute last waited for it

@@ -38,6 +38,14 @@ using Stream = void*;
 }
 #endif
 
+// Unrolls the loop that follows where nvcc compiles it (a loop over a compile-time count then
+// indexes its per-thread arrays with constants, which keeps them in registers).
+#if defined(__CUDACC__)
+#define SG_UNROLL _Pragma("unroll")
+#else
+#define SG_UNROLL
+#endif
+
 namespace sg::cuda {
 
 constexpr unsigned kWarp = 32;

@@ -40,6 +40,11 @@ class Backend {
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // both on this device
   virtual void copy_from_host(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  // copy_from_host for a step's batch (MicroBatch::upload): a GPU stages it through page-locked
+  // memory and returns before the copy has run (host_src may be reused at once).
+  virtual void upload_batch(void* dst, const void* host_src, size_t bytes) {
+    copy_from_host(dst, host_src, bytes);
+  }
   virtual void fill(const TensorView& t, double value) = 0;  // every element = value (as dtype)
   void zero(float* data, size_t n) { fill({data, 0, DType::F32, device(), {static_cast<int64_t>(n)}}, 0.0); }
 

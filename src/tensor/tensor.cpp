@@ -84,7 +84,7 @@ void MicroBatch::upload(Backend& backend) {
   }
   for (size_t i = 0; i < fields_.size(); ++i) {
     const size_t bytes = static_cast<size_t>(element_count(fields_[i].shape)) * dtype_size(fields_[i].dtype);
-    backend.copy_from_host(device_[i].data(), storage_[i].data(), bytes);
+    backend.upload_batch(device_[i].data(), storage_[i].data(), bytes);
   }
 }
 

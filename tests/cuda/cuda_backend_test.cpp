@@ -58,6 +58,34 @@ TEST_CASE("memory: copies, fills of every dtype, an impossible allocation") {
   gpu().synchronize();
 }
 
+TEST_CASE("batch uploads: page-locked slots reused while earlier copies are queued") {
+  // More uploads than slots, of growing and shrinking sizes (slots regrow), each from one host
+  // buffer overwritten right after the call (it must have been copied by then), each behind a
+  // fill of its destination queued before it (the copy must land after the fill), and one
+  // above the staging's limit of sizes (the pageable path).
+  const size_t sizes[] = {100, 5000, 64 << 10, 3, 300000, 5000, 100, (size_t{512} << 20) + 8};
+  std::vector<void*> dst;
+  std::vector<std::vector<unsigned char>> want;
+  std::vector<unsigned char> host;
+  for (size_t i = 0; i < std::size(sizes); ++i) {
+    const size_t n = sizes[i];
+    dst.push_back(gpu().allocate(n));
+    gpu().fill({dst.back(), 0, sg::DType::U16, gpu().device(), {static_cast<int64_t>(n / 2)}}, 7.0);
+    host.assign(n, 0);
+    for (size_t j = 0; j < n; ++j) host[j] = static_cast<unsigned char>((j * 31 + i * 7) & 0xff);
+    want.push_back(host);
+    gpu().upload_batch(dst.back(), host.data(), n);
+    std::fill(host.begin(), host.end(), 0xee);  // reused at once, as a MicroBatch is
+  }
+  for (size_t i = 0; i < dst.size(); ++i) {
+    CAPTURE(sizes[i]);
+    std::vector<unsigned char> got(sizes[i]);
+    gpu().copy_to_host(got.data(), dst[i], sizes[i]);
+    CHECK(got == want[i]);
+    gpu().deallocate(dst[i]);
+  }
+}
+
 TEST_CASE("linear layer: cuBLASLt GEMMs, bias epilogue and broadcast, deterministic dbias") {
   const int N = 37, C = 70, OC = 50;
   const auto inp = random_floats(static_cast<size_t>(N) * C, 11);
