@@ -15,7 +15,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "fuzz_files.h"
-#include "model/model_family.h"
+#include "stand_in_family.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
 
@@ -41,32 +41,6 @@ std::string fixture_safetensors(const std::vector<std::string>& names) {
   return file;
 }
 
-// A family of one trained tensor "w" of shape [2]; only what loading a checkpoint asks for.
-class FuzzFamily final : public sg::ModelFamily {
- public:
-  FuzzFamily() { description_.tensors.push_back({"w", {2}}); }
-  std::string name() const override { return "fuzz"; }
-  nlohmann::json shape_record() const override { return {{"family", "fuzz"}, {"n", 2}}; }
-  std::string summary() const override { return "fuzz"; }
-  const sg::ModelDescription& description() const override { return description_; }
-  int64_t parameter_count() const override { return 2; }
-  void check_split(int, int) const override {}
-  void initialize(float*, float*, const sg::ParameterLayout&, uint64_t) const override {}
-  std::vector<sg::BatchField> batch_fields(int) const override { return {}; }
-  std::string sample_unit() const override { return "tokens"; }
-  int units_per_sample() const override { return 1; }
-  double training_flops_per_sample() const override { return 0; }
-  size_t activation_bytes(const sg::ParameterLayout&, int, int) const override { return 0; }
-  std::string evaluation_summary(double, const std::vector<double>&) const override { return ""; }
-  std::unique_ptr<sg::StageModel> make_stage(const sg::ParameterLayout&,
-                                             const sg::StageContext&) const override {
-    return nullptr;
-  }
-
- private:
-  sg::ModelDescription description_;
-};
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -76,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return true;
   }();
   (void)fixtures_written;
-  static const FuzzFamily family;
+  static const sg::fuzz::StandInFamily family;
   static const sg::ParameterLayout layout(family.description());
 
   sg::fuzz::write_scratch_file("ck/manifest.json", sg::fuzz::as_text(data, size));
