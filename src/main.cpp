@@ -24,6 +24,7 @@ struct Arguments {
   sg::SampleArguments sample;
   bool peak = false;
   bool plan_json = false;
+  std::string plan_gpu;
   sg::PrepareArguments prepare;
   sg::ExportArguments export_args;
   sg::SweepArguments sweep;
@@ -75,6 +76,10 @@ int main(int argc, char** argv) {
   plan->add_flag("--json", args.plan_json,
                  "print the resolved spec, mesh, device map, memory, FLOPs and data as one JSON "
                  "object");
+  plan->add_option("--gpu", args.plan_gpu,
+                   "also estimate the step on this GPU from its data sheet: each op's FLOPs "
+                   "and bytes as the CUDA backend runs it (h200, h100, h100-pcie, a100, l40s)")
+      ->type_name("NAME");
 
   auto* eval = app.add_subcommand("eval", "validation loss and perplexity of a checkpoint");
   add_job_arguments(eval, args, "job spec (YAML); omitted: the job the checkpoint was written by");
@@ -221,7 +226,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*train) return sg::run_train_command(args.job, args.sets, args.stop_after);
-    if (*plan) return sg::run_plan_command(args.job, args.sets, args.plan_json);
+    if (*plan) return sg::run_plan_command(args.job, args.sets, args.plan_json, args.plan_gpu);
     if (*sample) {
       args.sample.tokenizer_dir = args.prepare.tokenizer_dir;
       return sg::run_sample_command(args.job, args.sets, args.sample);

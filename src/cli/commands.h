@@ -14,9 +14,10 @@ JobSpec load_job_or_quickstart(const std::string& job_path, const std::vector<st
 
 int run_train_command(const std::string& job_path, const std::vector<std::string>& sets,
                       long stop_after);
-// as_json: the same figures as one JSON object on stdout. Exit 1 when the data is not ready.
+// as_json: the same figures as one JSON object on stdout. gpu (e.g. "h200"): also the step's
+// estimated time on that GPU (plan_gpu.h). Exit 1 when the data is not ready.
 int run_plan_command(const std::string& job_path, const std::vector<std::string>& sets,
-                     bool as_json = false);
+                     bool as_json = false, const std::string& gpu = "");
 // `sample`: exactly one of prompt and prompts_file; temperature 0 is greedy, top_k 0 and
 // top_p 1 turn those filters off.
 struct SampleArguments {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/plan_gpu.h"
 #include "config/load_job_spec.h"
 #include "data/batch_source.h"
 #include "model/model_family.h"
@@ -64,7 +65,7 @@ nlohmann::json yaml_to_json(const YAML::Node& node) {
 }  // namespace
 
 int run_plan_command(const std::string& job_path, const std::vector<std::string>& sets,
-                     bool as_json) {
+                     bool as_json, const std::string& gpu) {
   const JobSpec spec = load_job_or_quickstart(job_path, sets);
   const auto family = make_model_family(spec);
   const int tensor = spec.parallel.tensor, pipeline = spec.parallel.pipeline;
@@ -241,6 +242,7 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
                  {"optimizer_state_bytes", optimizer_bytes},
                  {"activations_bytes", activation_bytes},
                  {"total_bytes", total_bytes}};
+  if (!gpu.empty()) plan_gpu_estimate(spec, *family, gpu, as_json, j);
 
   // The data: the files must exist; their tokens or images are counted (as the trainer opens
   // them, checksums of the manifest included).

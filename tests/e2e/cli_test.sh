@@ -140,6 +140,24 @@ else
   echo "FAIL: plan --json without data: exit $rc, $(cat nodata.err)"; failures=$((failures + 1))
 fi
 
+# plan --gpu: the step estimated on a named GPU (docs/gpu.md "Estimates"); an unknown name is
+# a usage error listing the known ones.
+expect 0 'gpu estimate: +NVIDIA H200 SXM, fp32 .* ms a step .*% MFU' -- "$bin" plan --gpu h200
+expect 0 'matmul_backward +[0-9.]+ ms' -- "$bin" plan --gpu a100 --set train.precision=bf16 \
+  --set devices.backend=cuda
+expect 0 'conv2d_backward +[0-9.]+ ms' -- "$bin" plan --gpu h100 --set model.arch=resnet \
+  --set model.depth=18 --set model.classes=10 --set model.image_size=64
+expect 2 "^error: --gpu 'h300' .*h200, h100" -- "$bin" plan --gpu h300
+if "$bin" plan --json --gpu h200 --set train.precision=bf16 --set devices.backend=cuda | python3 -c 'import json, sys
+g = json.load(sys.stdin)["gpu_estimate"]
+assert g["gpu"] == "h200" and 0 < g["mfu"] < 1 and g["step_seconds"] > 0, g
+assert g["ops"] and g["ops"][0]["seconds"] >= g["ops"][-1]["seconds"]
+assert abs(sum(o["seconds"] for o in g["ops"]) - g["step_seconds"]) < 1e-9'; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: plan --json --gpu h200"; failures=$((failures + 1))
+fi
+
 expect 0 'backends: cpu' -- "$bin" info
 # Idle threads: the re-execution sets passive OpenMP waiting and short OpenBLAS spinning where
 # they are unset (src/backend/blas_core.h), and leaves a user's own values alone (a spin count

@@ -1,0 +1,342 @@
+// Counting the CUDA backend's work per op; see cost_backend.h. Each op's bytes are those its
+// kernels read and write in kernels/cuda/ today (F = 4: every tensor is fp32 in memory), its
+// flops the products' (2 per multiply-add) or attention's; elementwise arithmetic is not
+// counted (those ops are bound by their bytes). The comments name the kernels.
+#include "backend/cost_backend.h"
+
+#include <cstring>
+
+#include "util/error.h"
+
+namespace sg {
+namespace {
+
+constexpr double F = 4;  // bytes of a float in device memory
+constexpr double I = 4;  // bytes of an int32 (token ids, labels, argmax)
+
+double d(long v) { return static_cast<double>(v); }
+
+// Causal attention: query t attends to keys 0..t, T(T+1)/2 pairs a head; each pair is HS
+// multiply-adds for the scores and HS for the weighted values (2 products, 2 flops each).
+double attention_forward_flops(int B, int T, int C) {
+  return 4.0 * B * (static_cast<double>(T) * (T + 1) / 2) * C;
+}
+
+}  // namespace
+
+void CostBackend::reset_counts() {
+  ops_.clear();
+  index_.clear();
+}
+
+void CostBackend::count(const std::string& name, double bytes, double launches, CostKind kind,
+                        double flops) {
+  auto [it, added] = index_.emplace(name, ops_.size());
+  if (added) {
+    OpCost op;
+    op.name = name;
+    op.kind = kind;
+    op.reduced = kind != CostKind::Memory && reduced();
+    op.fp32_operands = (kind == CostKind::Matrix || kind == CostKind::Convolution) && reduced();
+    ops_.push_back(op);
+  }
+  OpCost& op = ops_[it->second];
+  op.bytes += bytes;
+  op.flops += flops;
+  op.launches += launches;
+  ++op.calls;
+}
+
+void CostBackend::set_precision(const std::string& precision) {
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+    throw RunError("unknown train.precision '" + precision + "' (fp32, bf16 or fp16)");
+  precision_ = precision;
+}
+
+bool CostBackend::sdpa(int head_size) const {
+  return reduced() && head_size % 8 == 0 && head_size <= 128;
+}
+
+// --- memory ------------------------------------------------------------------------------------
+
+void* CostBackend::allocate(size_t bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  void* p = reinterpret_cast<void*>(next_address_);
+  next_address_ += rounded;
+  sizes_[p] = rounded;
+  allocated_ += rounded;
+  peak_ = std::max(peak_, allocated_);
+  return p;
+}
+void CostBackend::deallocate(void* ptr) noexcept {
+  const auto it = sizes_.find(ptr);
+  if (it == sizes_.end()) return;
+  allocated_ -= it->second;
+  sizes_.erase(it);
+}
+void CostBackend::copy(void* /*dst*/, const void* /*src*/, size_t bytes) {
+  count("copy", 2.0 * d(static_cast<long>(bytes)));
+}
+// Host transfers are not device-memory traffic; batches go through page-locked staging
+// asynchronously (upload_batch), parameters once at start-up.
+void CostBackend::copy_from_host(void*, const void*, size_t) {}
+void CostBackend::copy_to_host(void* host_dst, const void*, size_t bytes) {
+  std::memset(host_dst, 0, bytes);
+}
+void CostBackend::fill(const TensorView& t, double /*value*/) {
+  count("fill", d(static_cast<long>(t.bytes())));
+}
+
+// --- linear algebra and elementwise --------------------------------------------------------------
+
+// cuBLASLt: out = inp @ W^T with the bias in the epilogue (cublaslt_gemm.h).
+void CostBackend::matmul_forward(float*, const float*, const float*, const float* bias, int N,
+                                 int C, int OC) {
+  const double bytes = F * (d(N) * C + d(OC) * C + d(N) * OC + (bias ? OC : 0));
+  count("matmul_forward", bytes, 1, CostKind::Matrix, 2.0 * N * C * OC);
+}
+// dinp = dout @ W; dweight += dout^T @ inp (beta 1: read and written); dbias: our column sums
+// (matmul.cuh), partials then their sum.
+void CostBackend::matmul_backward(float* dinp, float*, float* dbias, const float*, const float*,
+                                  const float*, int N, int C, int OC) {
+  double bytes = F * (d(N) * OC + d(N) * C + 2.0 * OC * C);
+  double flops = 2.0 * N * C * OC, launches = 1;
+  if (dinp != nullptr) {
+    bytes += F * (d(N) * OC + d(OC) * C + d(N) * C);
+    flops += 2.0 * N * C * OC;
+    launches += 1;
+  }
+  count("matmul_backward", bytes, launches, CostKind::Matrix, flops);
+  if (dbias != nullptr) count("matmul_backward: bias sums", F * (d(N) * OC + 2.0 * OC), 2);
+}
+void CostBackend::gelu_forward(float*, const float*, long n) { count("gelu_forward", 2 * F * d(n)); }
+void CostBackend::gelu_backward(float*, const float*, const float*, long n) {
+  count("gelu_backward", 3 * F * d(n));
+}
+void CostBackend::relu_forward(float*, const float*, long n) { count("relu_forward", 2 * F * d(n)); }
+void CostBackend::relu_backward(float*, const float*, const float*, long n) {
+  count("relu_backward", 3 * F * d(n));
+}
+void CostBackend::residual_forward(float*, const float*, const float*, long n) {
+  count("residual_forward", 3 * F * d(n));
+}
+void CostBackend::add_inplace(float*, const float*, long n) { count("add_inplace", 3 * F * d(n)); }
+void CostBackend::add_relu_inplace(float*, const float*, long n) {
+  count("add_relu_inplace", 3 * F * d(n));
+}
+void CostBackend::add_bias(float*, const float*, long N, long C) {
+  count("add_bias", F * (2.0 * d(N) * d(C) + d(C)));
+}
+void CostBackend::scale(float*, float, long n) { count("scale", 2 * F * d(n)); }
+
+// --- transformer ---------------------------------------------------------------------------------
+
+void CostBackend::layernorm_forward(float*, float*, float*, const float*, const float*,
+                                    const float*, int N, int C) {
+  count("layernorm_forward", F * (2.0 * N * C + 2.0 * C + 2.0 * N));
+}
+// dinp += (read and written), dout and inp read; per-block partials of dweight, dbias, summed by
+// a second kernel.
+void CostBackend::layernorm_backward(float*, float*, float*, const float*, const float*,
+                                     const float*, const float*, const float*, int N, int C) {
+  count("layernorm_backward", F * (4.0 * N * C + 2.0 * N + 5.0 * C), 2);
+}
+AttentionStorage CostBackend::attention_storage(int B, int T, int NH) const {
+  return attention_storage_for("cuda", B, T, NH);
+}
+// fp32: our flash kernel reads qkv, writes out and the log-sum-exp. bf16/fp16: qkv cast to a
+// 16-bit copy, cuDNN's SDPA on it (16-bit out), out cast back (attention_op.cu).
+void CostBackend::attention_forward(float*, float*, const float*, int B, int T, int C, int NH) {
+  const double n = d(B) * T * C, lse = F * B * NH * T;
+  const double flops = attention_forward_flops(B, T, C);
+  if (sdpa(C / NH)) {
+    count("attention_forward", 2 * 3 * n + 2 * n + lse, 1, CostKind::Attention, flops);
+    count("attention: 16-bit copies", (F + 2) * 3 * n + (2 + F) * n, 2);
+  } else {
+    count("attention_forward", F * 4 * n + lse, 1, CostKind::Attention, flops);
+  }
+}
+// The backward recomputes the scores: 5 products to the forward's 2. fp32: the row deltas
+// (dout . out), then dq and dk, dv (+=). bf16/fp16: qkv, out and dout cast to 16 bits, SDPA's
+// backward, its 16-bit dq, dk, dv added into dqkv.
+void CostBackend::attention_backward(float*, float*, const float*, const float*, const float*,
+                                     const float*, int B, int T, int C, int NH) {
+  const double n = d(B) * T * C, lse = F * B * NH * T;
+  const double flops = 2.5 * attention_forward_flops(B, T, C);
+  if (sdpa(C / NH)) {
+    // SDPA reads the 16-bit qkv, out, dout and writes dq, dk, dv; the copies: qkv, out and dout
+    // cast, then dqkv += the 16-bit gradients.
+    count("attention_backward", 2 * 5 * n + lse + 2 * 3 * n, 1, CostKind::Attention, flops);
+    count("attention: 16-bit copies", (F + 2) * 5 * n + (2 + 2 * F) * 3 * n, 4);
+  } else {
+    const double deltas = F * 2 * n + lse;
+    const double kernels = F * (3 * n + 2 * n) * 2 + 2 * lse + 2 * F * 3 * n;
+    count("attention_backward", deltas + kernels, 4, CostKind::Attention, flops);
+  }
+}
+void CostBackend::encoder_forward(float*, const int32_t*, const float*, const float*, int B,
+                                  int T, int C) {
+  count("encoder_forward", F * (2.0 * B * T * C + d(T) * C) + I * B * T);
+}
+// dwpe += the column sums over the batch; dwte += each token's row, bucketed by token (rows
+// read and written once per occurrence at most).
+void CostBackend::encoder_backward(float*, float*, const float*, const int32_t*, int B, int T,
+                                   int C) {
+  count("encoder_backward", F * (3.0 * B * T * C + 2.0 * T * C) + I * B * T, 2);
+}
+void CostBackend::embedding_forward_vocab_range(float*, const int32_t*, const float*, int N,
+                                                int C, int, int) {
+  count("embedding_forward_vocab_range", F * 2.0 * N * C + I * N);
+}
+void CostBackend::position_add(float*, const float*, int B, int T, int C) {
+  count("position_add", F * (2.0 * B * T * C + d(T) * C));
+}
+void CostBackend::encoder_backward_vocab_range(float*, float*, const float*, const int32_t*,
+                                               int B, int T, int C, int, int) {
+  count("encoder_backward_vocab_range", F * (3.0 * B * T * C + 2.0 * T * C) + I * B * T, 2);
+}
+void CostBackend::crossentropy_forward(float*, float*, const float*, const int32_t*, int N, int,
+                                       int Vp) {
+  count("crossentropy_forward", F * (2.0 * N * Vp + N) + I * N);
+}
+void CostBackend::crossentropy_backward(float*, const float*, const int32_t*, float, int N, int,
+                                        int Vp) {
+  count("crossentropy_backward", F * 2.0 * N * Vp + I * N);
+}
+// One block per row: the logits read twice (max and sum, then the gradient), dlogits written.
+void CostBackend::crossentropy_forward_backward(float*, float*, const float*, const int32_t*,
+                                                float, int N, int, int Vp) {
+  count("crossentropy_forward_backward", F * (3.0 * N * Vp + N) + I * N);
+}
+void CostBackend::crossentropy_vp_max(float*, const float*, int N, int Vl, int, int) {
+  count("crossentropy_vp_max", F * (d(N) * Vl + N));
+}
+void CostBackend::crossentropy_vp_sums(float*, float*, const float*, const float*, const int32_t*,
+                                       int N, int Vl, int, int) {
+  count("crossentropy_vp_sums", F * (d(N) * Vl + 3.0 * N) + I * N);
+}
+void CostBackend::crossentropy_vp_losses(float*, const float*, const float*, const float*, int N) {
+  count("crossentropy_vp_losses", F * 4.0 * N);
+}
+void CostBackend::crossentropy_vp_backward(float*, const float*, const float*, const float*,
+                                           const int32_t*, float, int N, int Vl, int, int) {
+  count("crossentropy_vp_backward", F * (2.0 * N * Vl + 2.0 * N) + I * N);
+}
+
+// --- convolutional networks ----------------------------------------------------------------------
+
+// cuDNN on NHWC tensors; a filter larger than 1x1 is transposed to KRSC first, and its
+// gradient computed in KRSC and added back to ours (cudnn_conv.cu): counted apart, as those are
+// our memory-bound kernels between cuDNN's.
+void CostBackend::conv2d_forward(float*, const float*, const float*, const Conv2dShape& s) {
+  const double w = d(s.weight_size());
+  const double flops = 2.0 * d(s.out_size()) * (s.C / s.groups) * s.R * s.S;
+  count("conv2d_forward", F * (d(s.in_size()) + w + d(s.out_size())), 1,
+        CostKind::Convolution, flops);
+  if (s.R * s.S > 1) count("conv2d: filter transposes", 2 * F * w);
+}
+// Data gradient (when asked) and filter gradient: each the forward's products.
+void CostBackend::conv2d_backward(float* dinp, float*, const float*, const float*, const float*,
+                                  const Conv2dShape& s) {
+  const double w = d(s.weight_size()), in = d(s.in_size()), out = d(s.out_size());
+  const bool transposed = s.R * s.S > 1;
+  const double flops1 = 2.0 * out * (s.C / s.groups) * s.R * s.S;
+  double bytes = F * (in + out + (transposed ? w : 2 * w)), flops = flops1, launches = 1;
+  if (dinp != nullptr) {
+    bytes += F * (out + w + in);
+    flops += flops1;
+    launches += 1;
+  }
+  count("conv2d_backward", bytes, launches, CostKind::Convolution, flops);
+  if (transposed) {
+    count("conv2d: filter transposes", 3 * F * w + (dinp != nullptr ? 2 * F * w : 0),
+          dinp != nullptr ? 2 : 1);
+  }
+}
+// Column sums (inp read), statistics, normalize (inp read, out written).
+void CostBackend::batchnorm_forward_train(float*, float*, float*, const float*, const float*,
+                                          const float*, long M, int C, float) {
+  count("batchnorm_forward_train", F * 3.0 * d(M) * C, 3);
+}
+// Sums of dout and dout * x-hat (dout, inp read), then the input gradient (dout, inp read; dinp
+// written).
+void CostBackend::batchnorm_backward(float*, float*, float*, const float*, const float*,
+                                     const float*, const float*, const float*, long M, int C,
+                                     float) {
+  count("batchnorm_backward", F * 5.0 * d(M) * C, 2);
+}
+void CostBackend::batchnorm_relu_forward_train(float*, float*, float*, const float*, const float*,
+                                               const float*, long M, int C, float) {
+  count("batchnorm_relu_forward_train", F * 5.0 * d(M) * C, 4);  // + the ReLU pass in place
+}
+void CostBackend::batchnorm_relu_backward(float*, float*, float*, const float*, const float*,
+                                          const float*, const float*, const float*, const float*,
+                                          const float*, long M, int C, float) {
+  count("batchnorm_relu_backward", F * 8.0 * d(M) * C, 3);  // the masked gradient first
+}
+void CostBackend::batchnorm_sums(double*, const float*, long M, int C) {
+  count("batchnorm_sums", F * d(M) * C, 2);
+}
+void CostBackend::batchnorm_stats(float*, float*, const double*, double, int C) {
+  count("batchnorm_stats", 24.0 * C);
+}
+void CostBackend::batchnorm_normalize(float*, const float*, const float*, const float*,
+                                      const float*, const float*, long M, int C, float) {
+  count("batchnorm_normalize", F * 2.0 * d(M) * C);
+}
+void CostBackend::batchnorm_backward_sums(double*, float*, float*, const float*, const float*,
+                                          const float*, const float*, long M, int C, float) {
+  count("batchnorm_backward_sums", F * 2.0 * d(M) * C, 2);
+}
+void CostBackend::batchnorm_backward_input(float*, const double*, const float*, const float*,
+                                           const float*, const float*, const float*, double,
+                                           long M, int C, float) {
+  count("batchnorm_backward_input", F * 3.0 * d(M) * C);
+}
+void CostBackend::batchnorm_update_running(float*, float*, const float*, const float*, double,
+                                           int C, float) {
+  count("batchnorm_update_running", F * 6.0 * C);
+}
+void CostBackend::maxpool_forward(float*, int32_t*, const float*, const Pool2dShape& s) {
+  count("maxpool_forward", F * d(s.in_size()) + (F + I) * d(s.out_size()));
+}
+// The input gradient zeroed, then each output's gradient added at its argmax.
+void CostBackend::maxpool_backward(float*, const float*, const int32_t*, const Pool2dShape& s) {
+  count("maxpool_backward", F * 2.0 * d(s.in_size()) + (F + I) * d(s.out_size()), 2);
+}
+void CostBackend::nchw_to_nhwc(float*, const float*, int N, int C, int HW) {
+  count("nchw_to_nhwc", F * 2.0 * N * C * HW);
+}
+void CostBackend::global_avgpool_forward(float*, const float*, int N, int HW, int C) {
+  count("global_avgpool_forward", F * (d(N) * HW * C + d(N) * C));
+}
+void CostBackend::global_avgpool_backward(float*, const float*, int N, int HW, int C) {
+  count("global_avgpool_backward", F * (d(N) * HW * C + d(N) * C));
+}
+void CostBackend::classifier_loss_forward_backward(float*, float*, const float*, const int32_t*,
+                                                   float, float, int N, int K) {
+  count("classifier_loss_forward_backward", F * (3.0 * N * K + N) + I * N);
+}
+void CostBackend::classifier_correct(int64_t*, int64_t*, const float*, const int32_t*, int N,
+                                     int K) {
+  count("classifier_correct", F * d(N) * K + I * N, 2);
+}
+
+// --- optimizers ----------------------------------------------------------------------------------
+
+// params, m, v, grads read; params, m, v written.
+void CostBackend::adamw_update(float*, float*, float*, const float*, long n, float, float, float,
+                               float, float, int, float) {
+  count("adamw_update", F * 7.0 * d(n));
+}
+void CostBackend::sgd_update(float*, float*, const float*, long n, float, float, float, bool,
+                             float) {
+  count("sgd_update", F * 5.0 * d(n));
+}
+// Per-block partial sums, then their sum, read by the host (a wait for the stream).
+double CostBackend::sum_of_squares(const float*, long n) {
+  count("sum_of_squares", F * d(n), 2);
+  return 1.0;
+}
+
+}  // namespace sg

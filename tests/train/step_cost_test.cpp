@@ -1,0 +1,128 @@
+// One training step counted on the cost backend (train/step_cost.h) and priced on a GPU's data
+// sheet (backend/gpu_estimate.h): the products' flops are exactly the model's, the memory it
+// allocates is what `plan` reports, and the roofline takes the longer of arithmetic and bytes.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "backend/gpu_estimate.h"
+#include "config/load_job_spec.h"
+#include "model/model_family.h"
+#include "parallel/pipeline_schedule.h"
+#include "train/step_cost.h"
+
+namespace {
+
+const char* kGptJob = R"(
+name: cost
+model: {arch: gpt2, n_layer: 2, n_head: 4, n_embd: 64, context: 32, vocab: 200}
+data: {dataset: synthetic}
+train: {steps: 1, global_batch: 8, micro_batch: 4}
+devices: {backend: cuda, processes: 1}
+)";
+
+std::map<std::string, sg::OpCost> by_name(const std::vector<sg::OpCost>& ops) {
+  std::map<std::string, sg::OpCost> out;
+  for (const sg::OpCost& op : ops) out[op.name] = op;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a GPT-2 step's products count 2 x 3 flops per weight per token, per micro-batch") {
+  const sg::JobSpec spec = sg::parse_job_spec(kGptJob, "<job>", {});
+  const int micro_batches = spec.grad_accum_steps();
+  REQUIRE(micro_batches == 2);
+  const sg::CountedStep step = sg::count_training_step(spec, micro_batches);
+  auto ops = by_name(step.ops);
+  // Per token: the four products of a block (qkv 3C^2, projection C^2, MLP 4C^2 twice) and the
+  // head against the padded vocabulary (200 -> 256).
+  const double C = 64, L = 2, Vp = 256, tokens = 8.0 * 32;
+  const double forward = 2 * tokens * (L * 12 * C * C + C * Vp);
+  CHECK(ops["matmul_forward"].flops == doctest::Approx(forward).epsilon(1e-12));
+  CHECK(ops["matmul_forward"].calls == micro_batches * (4 * L + 1));
+  // The backward: the weight gradient and the input gradient of every product.
+  CHECK(ops["matmul_backward"].flops == doctest::Approx(2 * forward).epsilon(1e-12));
+  // Attention: T(T+1)/2 causal pairs a head, 4 flops per pair per channel of every head
+  // forward; 2.5x that back.
+  const double attention = 8.0 * L * 4 * (32.0 * 33 / 2) * C;
+  CHECK(ops["attention_forward"].flops == doctest::Approx(attention));
+  CHECK(ops["attention_backward"].flops == doctest::Approx(2.5 * attention));
+  CHECK(ops["attention_forward"].kind == sg::CostKind::Attention);
+  CHECK_FALSE(ops["attention_forward"].reduced);
+  // The optimizer reads and writes each parameter's value, m, v and gradient once: 28 bytes.
+  const auto family = sg::make_model_family(spec);
+  const double params = static_cast<double>(sg::ParameterLayout(family->description()).total());
+  CHECK(ops["adamw_update"].bytes == doctest::Approx(28 * params));
+  CHECK(ops["sum_of_squares"].bytes == doctest::Approx(4 * params));
+  // Everything the step allocates: parameters, gradients, m and v, and the stage's activations
+  // (the micro-batches the schedule keeps in flight), as `plan` sizes them, plus the batch.
+  const int slots = sg::pipeline_slots(spec.parallel.schedule, 0, 1, micro_batches);
+  const size_t activations =
+      family->activation_bytes(sg::ParameterLayout(family->description()), 4, slots);
+  CHECK(step.device_bytes >= static_cast<size_t>(16 * params) + activations);
+  CHECK(step.device_bytes < static_cast<size_t>(16 * params) + activations + (1 << 20));
+}
+
+TEST_CASE("bf16 counts attention on 16-bit copies and products reading fp32 tensors") {
+  const sg::JobSpec spec = sg::parse_job_spec(kGptJob, "<job>", {"train.precision=bf16"});
+  auto ops = by_name(sg::count_training_step(spec, 1).ops);
+  CHECK(ops["matmul_forward"].reduced);
+  CHECK(ops["matmul_forward"].fp32_operands);
+  CHECK(ops["attention_forward"].reduced);
+  REQUIRE(ops.count("attention: 16-bit copies") == 1);
+  CHECK(ops["attention: 16-bit copies"].kind == sg::CostKind::Memory);
+  // fp32 has no copies: its attention reads the fp32 qkv itself.
+  const sg::JobSpec fp32 = sg::parse_job_spec(kGptJob, "<job>", {});
+  CHECK(by_name(sg::count_training_step(fp32, 1).ops).count("attention: 16-bit copies") == 0);
+}
+
+TEST_CASE("a ResNet step counts its convolutions' products at the model's flops") {
+  const sg::JobSpec spec = sg::parse_job_spec(R"(
+name: cost
+model: {arch: resnet, depth: 18, width: 8, classes: 10, image_size: 32}
+data: {dataset: synthetic}
+optim: {name: sgd, lr: 0.1, momentum: 0.9}
+train: {steps: 1, global_batch: 4, micro_batch: 4}
+devices: {backend: cuda, processes: 1}
+)",
+                                              "<job>", {});
+  const auto family = sg::make_model_family(spec);
+  auto ops = by_name(sg::count_training_step(spec, 1).ops);
+  const double forward = ops["conv2d_forward"].flops + ops["matmul_forward"].flops;
+  const double backward = ops["conv2d_backward"].flops + ops["matmul_backward"].flops;
+  // The family's training flops are 3 x the forward's products (convolutions and the head)...
+  CHECK(3 * forward == doctest::Approx(family->training_flops_per_sample() * 4));
+  // ... but the stem (7x7, stride 2, 3 -> 8 channels onto 16 x 16) needs no input gradient.
+  const double stem = 2.0 * 4 * 16 * 16 * 8 * 3 * 7 * 7;
+  CHECK(backward == doctest::Approx(2 * forward - stem));
+  CHECK(ops["sgd_update"].calls > 0);
+  CHECK(ops["conv2d_forward"].kind == sg::CostKind::Convolution);
+}
+
+TEST_CASE("the roofline: each op the longer of its arithmetic and its bytes, plus launches") {
+  sg::GpuSheet gpu{"test", "test GPU", 10, 100, 1, 1};  // 10 / 100 TFLOP/s, 1 TB/s
+  sg::GpuEfficiency e;
+  e.matrix_reduced = 0.5;
+  e.memory = 0.5;
+  e.launch_seconds = 1e-6;
+  sg::OpCost gemm{"gemm", sg::CostKind::Matrix, 1e12, 1e9, 2, true, false, 1};
+  sg::OpCost copy{"copy", sg::CostKind::Memory, 0, 1e10, 1, false, false, 1};
+  const sg::StepEstimate step = sg::estimate_step({gemm, copy}, gpu, e);
+  // gemm: 1e12 / 50e12 = 20 ms of arithmetic against 1e9 / 0.5e12 = 2 ms of bytes.
+  // copy: 1e10 / 0.5e12 = 20 ms of bytes.
+  REQUIRE(step.ops.size() == 2);
+  CHECK(step.ops[0].cost.name == "gemm");  // longest first: its two launches
+  CHECK(step.ops[0].seconds == doctest::Approx(0.020 + 2e-6).epsilon(1e-9));
+  CHECK(step.ops[0].compute_bound);
+  CHECK(step.ops[1].seconds == doctest::Approx(0.020 + 1e-6).epsilon(1e-9));
+  CHECK_FALSE(step.ops[1].compute_bound);
+  CHECK(step.seconds == doctest::Approx(0.040 + 3e-6));
+  // The same product reading fp32 tensors runs at that efficiency instead.
+  gemm.fp32_operands = true;
+  e.matrix_fp32_operands = 0.25;
+  CHECK(sg::estimate_step({gemm}, gpu, e).seconds == doctest::Approx(0.040 + 2e-6));
+  CHECK(sg::find_gpu_sheet("H200") != nullptr);
+  CHECK(sg::find_gpu_sheet("h300") == nullptr);
+}
