@@ -151,7 +151,7 @@ void CostBackend::attention_forward(float*, float*, const float*, int B, int T, 
   const double flops = attention_forward_flops(B, T, C);
   if (sdpa(C / NH)) {
     count("attention_forward", 2 * 3 * n + 2 * n + lse, 1, CostKind::Attention, flops);
-    count("attention: 16-bit copies", (F + 2) * 3 * n + (2 + F) * n, 2);
+    count("attention_forward: 16-bit copies", (F + 2) * 3 * n + (2 + F) * n, 2);
   } else {
     count("attention_forward", F * 4 * n + lse, 1, CostKind::Attention, flops);
   }
@@ -167,7 +167,7 @@ void CostBackend::attention_backward(float*, float*, const float*, const float*,
     // SDPA reads the 16-bit qkv, out, dout and writes dq, dk, dv; the copies: qkv, out and dout
     // cast, then dqkv += the 16-bit gradients.
     count("attention_backward", 2 * 5 * n + lse + 2 * 3 * n, 1, CostKind::Attention, flops);
-    count("attention: 16-bit copies", (F + 2) * 5 * n + (2 + 2 * F) * 3 * n, 4);
+    count("attention_backward: 16-bit copies", (F + 2) * 5 * n + (2 + 2 * F) * 3 * n, 4);
   } else {
     const double deltas = F * 2 * n + lse;
     const double kernels = F * (3 * n + 2 * n) * 2 + 2 * lse + 2 * F * 3 * n;
@@ -233,7 +233,7 @@ void CostBackend::conv2d_forward(float*, const float*, const float*, const Conv2
   const double flops = 2.0 * d(s.out_size()) * (s.C / s.groups) * s.R * s.S;
   count("conv2d_forward", F * (d(s.in_size()) + w + d(s.out_size())), 1,
         CostKind::Convolution, flops);
-  if (s.R * s.S > 1) count("conv2d: filter transposes", 2 * F * w);
+  if (s.R * s.S > 1) count("conv2d_forward: filter transposes", 2 * F * w);
 }
 // Data gradient (when asked) and filter gradient: each the forward's products.
 void CostBackend::conv2d_backward(float* dinp, float*, const float*, const float*, const float*,
@@ -249,7 +249,7 @@ void CostBackend::conv2d_backward(float* dinp, float*, const float*, const float
   }
   count("conv2d_backward", bytes, launches, CostKind::Convolution, flops);
   if (transposed) {
-    count("conv2d: filter transposes", 3 * F * w + (dinp != nullptr ? 2 * F * w : 0),
+    count("conv2d_backward: filter transposes", 3 * F * w + (dinp != nullptr ? 2 * F * w : 0),
           dinp != nullptr ? 2 : 1);
   }
 }

@@ -27,7 +27,8 @@ enum class CostKind { Memory, Matrix, Convolution, Attention };
 
 struct OpCost {
   std::string name;            // the Backend op ("matmul_backward"), or "op: part" for our
-                               // memory-bound kernels inside a library op
+                               // memory-bound kernels inside a library op (gpu-check adds
+                               // them to the op, whose GPU time includes them)
   CostKind kind = CostKind::Memory;
   double flops = 0;            // on the matrix units or in attention; 0 for memory-bound ops
   double bytes = 0;            // read + written in device memory

@@ -71,11 +71,11 @@ TEST_CASE("bf16 counts attention on 16-bit copies and products reading fp32 tens
   CHECK(ops["matmul_forward"].reduced);
   CHECK(ops["matmul_forward"].fp32_operands);
   CHECK(ops["attention_forward"].reduced);
-  REQUIRE(ops.count("attention: 16-bit copies") == 1);
-  CHECK(ops["attention: 16-bit copies"].kind == sg::CostKind::Memory);
+  REQUIRE(ops.count("attention_forward: 16-bit copies") == 1);
+  CHECK(ops["attention_backward: 16-bit copies"].kind == sg::CostKind::Memory);
   // fp32 has no copies: its attention reads the fp32 qkv itself.
   const sg::JobSpec fp32 = sg::parse_job_spec(kGptJob, "<job>", {});
-  CHECK(by_name(sg::count_training_step(fp32, 1).ops).count("attention: 16-bit copies") == 0);
+  CHECK(by_name(sg::count_training_step(fp32, 1).ops).count("attention_forward: 16-bit copies") == 0);
 }
 
 TEST_CASE("a ResNet step counts its convolutions' products at the model's flops") {
