@@ -26,4 +26,8 @@ void matmul_backward(float* dinp,          // (N,C)   = or nullptr
                      const float* weight,  // (OC,C)
                      int N, int C, int OC);
 
+// dbias += sum_n dout (N,OC): the bias gradient alone (matmul_backward's, and that of the bf16
+// products of kernels/matmul_bf16.h, whose bias stays fp32).
+void matmul_bias_backward(float* dbias, const float* dout, int N, int OC);
+
 }  // namespace sg::cpu::SG_CPU_ISA

@@ -36,7 +36,7 @@
   X(encoder_backward) X(embedding_forward_vocab_range) X(position_add)                       \
   X(encoder_backward_vocab_range) X(gelu_forward) X(gelu_backward) X(sum_of_squares)          \
   X(layernorm_forward) X(residual_layernorm_forward) X(layernorm_backward) X(matmul_forward) \
-  X(matmul_backward) X(relu_forward) X(relu_backward) X(add_relu_inplace) X(add_relu_backward) X(residual_forward) \
+  X(matmul_backward) X(matmul_bias_backward) X(relu_forward) X(relu_backward) X(add_relu_inplace) X(add_relu_backward) X(residual_forward) \
   X(residual_backward) X(add_inplace) X(scale_inplace) X(add_bias) X(sgd_update) X(sgd_update_ranges) X(adamw_update_ranges) \
   X(maxpool_forward) X(maxpool_backward) X(global_avgpool_forward) X(global_avgpool_backward)   \
   X(nchw_to_nhwc)                                                                            \

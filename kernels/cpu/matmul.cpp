@@ -120,21 +120,23 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
                 dweight, C);
   }
-  if (dbias != nullptr) {
-    // Column sums of dout: each thread owns a band of columns and walks all rows in order, so
-    // the inner loop is a contiguous vector add and the order is independent of the threads.
+  if (dbias != nullptr) matmul_bias_backward(dbias, dout, N, OC);
+}
+
+void matmul_bias_backward(float* dbias, const float* dout, int N, int OC) {
+  // Column sums of dout: each thread owns a band of columns and walks all rows in order, so
+  // the inner loop is a contiguous vector add and the order is independent of the threads.
 #pragma omp parallel
-    {
-      const int nthreads = omp_get_num_threads();
-      const int tid = omp_get_thread_num();
-      const int band = ((OC + nthreads - 1) / nthreads + 15) / 16 * 16;  // whole cache lines
-      const int o0 = std::min(OC, tid * band);
-      const int o1 = std::min(OC, o0 + band);
-      for (int n = 0; n < N; ++n) {
-        const float* dout_n = dout + static_cast<long>(n) * OC;  // (OC)
+  {
+    const int nthreads = omp_get_num_threads();
+    const int tid = omp_get_thread_num();
+    const int band = ((OC + nthreads - 1) / nthreads + 15) / 16 * 16;  // whole cache lines
+    const int o0 = std::min(OC, tid * band);
+    const int o1 = std::min(OC, o0 + band);
+    for (int n = 0; n < N; ++n) {
+      const float* dout_n = dout + static_cast<long>(n) * OC;  // (OC)
 #pragma omp simd
-        for (int o = o0; o < o1; ++o) dbias[o] += dout_n[o];
-      }
+      for (int o = o0; o < o1; ++o) dbias[o] += dout_n[o];
     }
   }
 }

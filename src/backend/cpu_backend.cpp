@@ -21,6 +21,7 @@
 #include "kernels/grad_norm.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_bf16.h"
 #include "kernels/pool.h"
 #include "kernels/relu.h"
 #include "kernels/residual.h"
@@ -79,11 +80,17 @@ class CpuBackend final : public Backend {
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
                       int C, int OC) override {
     const ScopedOpTimer timer("matmul_forward");
+    if (bf16_products_) return cpu::matmul_forward_bf16(out, inp, weight, bias, N, C, OC);
     kernels_.matmul_forward(out, inp, weight, bias, N, C, OC);
   }
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, int N, int C, int OC) override {
     const ScopedOpTimer timer("matmul_backward");
+    if (bf16_products_) {
+      cpu::matmul_backward_bf16(dinp, dweight, nullptr, dout, inp, weight, N, C, OC);
+      if (dbias != nullptr) kernels_.matmul_bias_backward(dbias, dout, N, OC);
+      return;
+    }
     kernels_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
   void gelu_forward(float* out, const float* inp, long n) override {
@@ -145,10 +152,18 @@ class CpuBackend final : public Backend {
     kernels_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   }
   size_t device_memory_peak() override { return 0; }
+  // bf16: the linear layers' products on bf16 operands (kernels/matmul_bf16.h); attention,
+  // convolutions and everything else stay fp32 on the CPU (docs/performance.md).
   void set_precision(const std::string& precision) override {
-    if (precision != "fp32") {
-      throw RunError("train.precision " + precision + ": the CPU backend computes in fp32");
+    if (precision == "bf16" && cpu::bf16_matmul_implementation().empty()) {
+      throw RunError("train.precision bf16: this CPU has no bf16 matrix products (oneDNN needs "
+                     "AVX-512); use train.precision: fp32");
     }
+    if (precision != "fp32" && precision != "bf16") {
+      throw RunError("train.precision " + precision + ": the CPU backend computes in fp32 or "
+                     "bf16; fp16 needs devices.backend: cuda");
+    }
+    bf16_products_ = precision == "bf16";
   }
   AttentionStorage attention_storage(int B, int T, int NH) const override {
     return attention_storage_for("cpu", B, T, NH);
@@ -385,6 +400,7 @@ class CpuBackend final : public Backend {
 
  private:
   const cpu::KernelTable& kernels_ = cpu::kernels();
+  bool bf16_products_ = false;
 };
 
 }  // namespace

@@ -12,6 +12,11 @@ namespace sg {
 // GFLOP/s a core) unless OPENBLAS_CORETYPE=SkylakeX is set before the process starts.
 double measure_sgemm_peak_flops(int threads);
 
+// The same for the CPU backend's bf16 products (train.precision: bf16; kernels/matmul_bf16.h):
+// the best rate of a 1536^3 product on `threads` OpenMP threads, rounding its operands to bf16
+// included. The denominator of a bf16 run's MFU. A RunError where the CPU has no bf16 products.
+double measure_bf16_peak_flops(int threads);
+
 // The same call repeated back to back for `seconds` (after one untimed call): the median rate, in
 // FLOP/s. A training run is a sustained load; on the 2-core VMs of docs/performance.md the best
 // call of a short burst reads up to 1.2x this (a 20 s run: best 317, median 255 GFLOP/s, the

@@ -12,6 +12,7 @@
 #include "backend/device.h"
 #include "cli/commands.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/matmul_bf16.h"
 #include "util/error.h"
 
 namespace sg {
@@ -39,6 +40,9 @@ int run_info_command(bool measure_peak) {
     fmt::print("cpu kernels: error: {}\n", e.what());
     status = 1;
   }
+  const std::string bf16 = cpu::bf16_matmul_implementation();
+  fmt::print("cpu bf16 products: {}\n",
+             bf16.empty() ? "none (train.precision bf16 needs AVX-512)" : "oneDNN " + bf16);
   char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   MPI_Get_library_version(mpi_version, &length);
@@ -69,6 +73,9 @@ int run_info_command(bool measure_peak) {
     constexpr double kSustainedSeconds = 3.0;
     fmt::print("sgemm_sustained_gflops: {:.1f}\n",
                measure_sgemm_sustained_flops(threads, kSustainedSeconds) / 1e9);
+    if (!bf16.empty()) {
+      fmt::print("bf16_peak_gflops: {:.1f}\n", measure_bf16_peak_flops(threads) / 1e9);
+    }
   }
   return status;
 }

@@ -67,7 +67,7 @@ struct TrainSpec {
   int global_batch = 512;          // sequences per optimizer step
   int micro_batch = 8;             // sequences per replica per micro-step
   int seq_len = 0;                 // 0 = model.context
-  std::string precision = "fp32";  // fp32 | bf16 | fp16 (the last two on CUDA)
+  std::string precision = "fp32";  // fp32 | bf16 | fp16 (fp16 on CUDA only)
   double loss_scale = 0;           // fp16: the first dynamic loss scale (0 = 65536)
   std::string recompute = "none";  // none | selective | full
   bool deterministic = false;

@@ -250,11 +250,10 @@ class SpecChecker {
                        "context length)",
                        t.seq_len, s_.model.context, s_.model.context));
     one_of("train.precision", t.precision, {"fp32", "bf16", "fp16"});
-    if (t.precision != "fp32" && s_.devices.backend != "cuda")
+    if (t.precision == "fp16" && s_.devices.backend != "cuda")
       fail({"train.precision", "devices.backend"},
-           fmt::format("train.precision {} needs devices.backend cuda; the CPU backend computes "
-                       "in fp32",
-                       t.precision));
+           "train.precision fp16 needs devices.backend cuda; the CPU backend computes in fp32 "
+           "or bf16");
     one_of("train.recompute", t.recompute, {"none", "selective", "full"});
     if (t.loss_scale != 0) {
       int exponent = 0;

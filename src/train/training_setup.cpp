@@ -127,11 +127,12 @@ void resume(TrainingRun& run) {
 }
 
 // The peak MFU divides by: devices.peak_tflops, else the GPU's data-sheet figure, else the
-// measured SGEMM rate of this process's threads on the CPU.
+// measured SGEMM rate (bf16: bf16 product rate) of this process's threads on the CPU.
 double peak_flops_per_process(const JobSpec& spec, Backend& backend, int threads) {
   if (spec.devices.peak_tflops > 0) return spec.devices.peak_tflops * 1e12;
   if (backend.device().is_cpu() || spec.devices.backend != "cuda") {
-    return measure_sgemm_peak_flops(threads);
+    return spec.train.precision == "bf16" ? measure_bf16_peak_flops(threads)
+                                          : measure_sgemm_peak_flops(threads);
   }
   const auto gpus = cuda_devices();
   const auto index = static_cast<size_t>(backend.device().index);

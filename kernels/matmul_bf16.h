@@ -1,0 +1,26 @@
+#pragma once
+// Linear layer with bf16 products: the contract of kernels/matmul.h (out = inp @ weight^T + bias;
+// dinp written, dweight and dbias accumulated), with inp, weight and dout rounded to bf16 (to
+// nearest, ties to even) before each product and the products summed in fp32 by oneDNN's bf16
+// matmul (AMX tiles or AVX512-BF16 where the CPU has them; kernels/cpu/matmul_bf16.cpp).
+// Outputs, bias and gradients stay fp32, as a GPU's tensor cores do with bf16 operands
+// (train.precision: bf16 on the CPU backend, docs/performance.md). The bits are the same for
+// any thread count.
+#include <cstdint>
+#include <string>
+
+namespace sg::cpu {
+
+void matmul_forward_bf16(float* out, const float* inp, const float* weight, const float* bias,
+                         int N, int C, int OC);
+void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, int N, int C, int OC);
+
+// out[i] = in[i] rounded to bf16 (sg::float_to_bf16's rounding), n elements, threaded.
+void round_to_bf16(uint16_t* out, const float* in, long n);
+
+// The oneDNN implementation that runs the products on this CPU ("brg:avx512_core_amx_bf16",
+// ...), or "" where oneDNN has none (a CPU without AVX-512): train.precision bf16 is refused there.
+std::string bf16_matmul_implementation();
+
+}  // namespace sg::cpu
