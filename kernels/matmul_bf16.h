@@ -5,7 +5,9 @@
 // matmul (AMX tiles or AVX512-BF16 where the CPU has them; kernels/cpu/matmul_bf16.cpp).
 // Outputs, bias and gradients stay fp32, as a GPU's tensor cores do with bf16 operands
 // (train.precision: bf16 on the CPU backend, docs/performance.md). The bits are the same for
-// any thread count.
+// any thread count. Where oneDNN has no bf16 matmul (a CPU without AVX-512) the same products
+// are emulated: the operands rounded to bf16 values held in fp32 and summed by the fp32 sgemm.
+// A product of two bf16 values is exact in fp32, so only the order of the fp32 sums differs.
 #include <cstdint>
 #include <string>
 
@@ -19,8 +21,14 @@ void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float
 // out[i] = in[i] rounded to bf16 (sg::float_to_bf16's rounding), n elements, threaded.
 void round_to_bf16(uint16_t* out, const float* in, long n);
 
+// The emulation alone (what the functions above run where oneDNN has no bf16 matmul), for tests.
+void matmul_forward_bf16_emulated(float* out, const float* inp, const float* weight,
+                                  const float* bias, int N, int C, int OC);
+void matmul_backward_bf16_emulated(float* dinp, float* dweight, float* dbias, const float* dout,
+                                   const float* inp, const float* weight, int N, int C, int OC);
+
 // The oneDNN implementation that runs the products on this CPU ("brg:avx512_core_amx_bf16",
-// ...), or "" where oneDNN has none (a CPU without AVX-512): train.precision bf16 is refused there.
+// ...), or "" where oneDNN has none (a CPU without AVX-512) and the products are emulated.
 std::string bf16_matmul_implementation();
 
 }  // namespace sg::cpu

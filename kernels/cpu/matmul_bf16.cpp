@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/matmul.h"
 #include "util/error.h"
 
@@ -118,6 +119,11 @@ uint16_t* area(std::vector<uint16_t>& v, long n) {
   return v.data();
 }
 std::vector<uint16_t> g_inp, g_weight, g_dout, g_dout_t;
+float* area(std::vector<float>& v, long n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+std::vector<float> g_inp_f, g_weight_f, g_dout_f;
 
 inline uint16_t to_bf16(float f) {  // sg::float_to_bf16 without the branch, so it vectorises
   uint32_t bits;
@@ -146,8 +152,43 @@ void round_to_bf16(uint16_t* out, const float* in, long n) {
   for (long i = 0; i < n; ++i) out[i] = to_bf16(in[i]);
 }
 
+namespace {
+// in rounded to the nearest bf16 value, kept in fp32.
+const float* rounded(std::vector<float>& v, const float* in, long n) {
+  float* out = area(v, n);
+#pragma omp parallel for simd schedule(static) if (n > (1 << 15))
+  for (long i = 0; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(to_bf16(in[i])) << 16;
+    std::memcpy(out + i, &bits, sizeof bits);
+  }
+  return out;
+}
+
+bool native() {
+  static const bool has = !bf16_matmul_implementation().empty();
+  return has;
+}
+}  // namespace
+
+void matmul_forward_bf16_emulated(float* out, const float* inp, const float* weight,
+                                  const float* bias, int N, int C, int OC) {
+  const long n = N, c = C, oc = OC;
+  kernels().matmul_forward(out, rounded(g_inp_f, inp, n * c), rounded(g_weight_f, weight, oc * c),
+                           bias, N, C, OC);
+}
+
+void matmul_backward_bf16_emulated(float* dinp, float* dweight, float* dbias, const float* dout,
+                                   const float* inp, const float* weight, int N, int C, int OC) {
+  const long n = N, c = C, oc = OC;
+  kernels().matmul_backward(dinp, dweight, nullptr, rounded(g_dout_f, dout, n * oc),
+                            rounded(g_inp_f, inp, n * c), rounded(g_weight_f, weight, oc * c), N,
+                            C, OC);
+  if (dbias != nullptr) kernels().matmul_bias_backward(dbias, dout, N, OC);  // unrounded, as native
+}
+
 void matmul_forward_bf16(float* out, const float* inp, const float* weight, const float* bias,
                          int N, int C, int OC) {
+  if (!native()) return matmul_forward_bf16_emulated(out, inp, weight, bias, N, C, OC);
   const long n = N, c = C, oc = OC;
   uint16_t* inp16 = area(g_inp, n * c);
   uint16_t* weight16 = area(g_weight, oc * c);
@@ -163,6 +204,9 @@ void matmul_forward_bf16(float* out, const float* inp, const float* weight, cons
 
 void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, int N, int C, int OC) {
+  if (!native()) {
+    return matmul_backward_bf16_emulated(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  }
   const long n = N, c = C, oc = OC;
   if (dinp != nullptr) {  // dinp (N,C) = dout (N,OC) @ weight (OC,C)
     uint16_t* dout16 = area(g_dout, n * oc);
@@ -177,7 +221,7 @@ void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float
   transpose_to_bf16(dout_t16, dout, n, oc);
   round_to_bf16(inp16, inp, n * c);
   banded_product(oc, c, n, dout_t16, inp16, 'N', dweight, true);
-  if (dbias != nullptr) matmul_bias_backward(dbias, dout, N, OC);
+  if (dbias != nullptr) kernels().matmul_bias_backward(dbias, dout, N, OC);
 }
 
 std::string bf16_matmul_implementation() {

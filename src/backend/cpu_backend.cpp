@@ -155,10 +155,6 @@ class CpuBackend final : public Backend {
   // bf16: the linear layers' products on bf16 operands (kernels/matmul_bf16.h); attention,
   // convolutions and everything else stay fp32 on the CPU (docs/performance.md).
   void set_precision(const std::string& precision) override {
-    if (precision == "bf16" && cpu::bf16_matmul_implementation().empty()) {
-      throw RunError("train.precision bf16: this CPU has no bf16 matrix products (oneDNN needs "
-                     "AVX-512); use train.precision: fp32");
-    }
     if (precision != "fp32" && precision != "bf16") {
       throw RunError("train.precision " + precision + ": the CPU backend computes in fp32 or "
                      "bf16; fp16 needs devices.backend: cuda");

@@ -42,7 +42,8 @@ int run_info_command(bool measure_peak) {
   }
   const std::string bf16 = cpu::bf16_matmul_implementation();
   fmt::print("cpu bf16 products: {}\n",
-             bf16.empty() ? "none (train.precision bf16 needs AVX-512)" : "oneDNN " + bf16);
+             bf16.empty() ? "emulated (no bf16 units: bf16-rounded operands, fp32 sgemm)"
+                          : "oneDNN " + bf16);
   char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   MPI_Get_library_version(mpi_version, &length);

@@ -1,7 +1,7 @@
 // matmul_forward_bf16 / matmul_backward_bf16 (kernels/matmul_bf16.h) against float64 loops over
 // the bf16-rounded operands (only fp32 summation error allowed), against the fp32 product at a
-// bf16 tolerance, and the same bits on 1, 2 and 3 threads. Skipped, with the reason, on a CPU
-// where oneDNN has no bf16 products.
+// bf16 tolerance, and the same bits on 1, 2 and 3 threads: oneDNN's bf16 products where this CPU
+// has them (skipped with the reason elsewhere) and the emulation that runs on other CPUs (always).
 #include <doctest/doctest.h>
 
 #include <omp.h>
@@ -63,21 +63,27 @@ struct Result {
   std::vector<float> out, dinp, dweight, dbias;
 };
 
-Result run_bf16(const std::vector<float>& inp, const std::vector<float>& weight,
+enum class Path { native, emulated };
+
+Result run_bf16(Path path, const std::vector<float>& inp, const std::vector<float>& weight,
                 const std::vector<float>& dout, const std::vector<float>& bias,
                 const std::vector<float>& dweight0, int n, int c, int oc) {
   Result r{std::vector<float>(size_t(n) * oc, 7.0f), std::vector<float>(size_t(n) * c, 7.0f),
            dweight0, std::vector<float>(oc, 0.0f)};
-  sg::cpu::matmul_forward_bf16(r.out.data(), inp.data(), weight.data(), bias.data(), n, c, oc);
-  sg::cpu::matmul_backward_bf16(r.dinp.data(), r.dweight.data(), r.dbias.data(), dout.data(),
-                                inp.data(), weight.data(), n, c, oc);
+  const bool native = path == Path::native;
+  (native ? sg::cpu::matmul_forward_bf16 : sg::cpu::matmul_forward_bf16_emulated)(
+      r.out.data(), inp.data(), weight.data(), bias.data(), n, c, oc);
+  (native ? sg::cpu::matmul_backward_bf16 : sg::cpu::matmul_backward_bf16_emulated)(
+      r.dinp.data(), r.dweight.data(), r.dbias.data(), dout.data(), inp.data(), weight.data(), n,
+      c, oc);
   return r;
 }
 
 // One shape: against float64 on the rounded operands (sums of fp32 products of bf16 values: the
 // fp32 tolerance, looser for the long sums), against float64 on the unrounded ones at bf16's,
 // different from the fp32 kernel's bits (the rounding happened), and the same bits on 1-3 threads.
-void check_shape(int n, int c, int oc) {
+void check_shape(Path path, int n, int c, int oc) {
+  CAPTURE(path == Path::native ? "native" : "emulated");
   CAPTURE(n);
   CAPTURE(c);
   CAPTURE(oc);
@@ -95,7 +101,7 @@ void check_shape(int n, int c, int oc) {
   for (int threads : {1, 2, 3}) {
     CAPTURE(threads);
     omp_set_num_threads(threads);
-    const Result got = run_bf16(inp, weight, dout, bias, dweight0, n, c, oc);
+    const Result got = run_bf16(path, inp, weight, dout, bias, dweight0, n, c, oc);
     CHECK_CLOSE(got.out.data(), exact.out.data(), got.out.size(), long_sum, "out");
     CHECK_CLOSE(got.dinp.data(), exact.dinp.data(), got.dinp.size(), long_sum, "dinp");
     const auto e_dweight = plus(dweight0, exact.dweight);
@@ -142,12 +148,12 @@ TEST_CASE("round_to_bf16 rounds as float_to_bf16: ties to even, inf and NaN kept
 }
 
 TEST_CASE("bf16 matmul: fewer rows than one band, odd sizes") {
-  if (!have_bf16_products()) return;
-  check_shape(7, 13, 11);
+  check_shape(Path::emulated, 7, 13, 11);
+  if (have_bf16_products()) check_shape(Path::native, 7, 13, 11);
 }
 
 TEST_CASE("bf16 matmul: several bands of rows, the last partial, in every product") {
-  if (!have_bf16_products()) return;
   // 300 rows: bands of 128, 128 and 44 for out and dinp; 200 outputs: 128 and 72 for dweight.
-  check_shape(300, 96, 200);
+  check_shape(Path::emulated, 300, 96, 200);
+  if (have_bf16_products()) check_shape(Path::native, 300, 96, 200);
 }
