@@ -36,19 +36,30 @@ struct Bf16Product {
   memory::desc a, b, c, scratch;
   dnnl::matmul primitive;
   std::string implementation;
+  // Where B is packed: the reorder from its fp32 source (transb's layout) into b.
+  memory::desc b_source;
+  dnnl::reorder pack;
 };
 
-// C (M,N) = or += A (M,K) @ B (K,N): A dense row-major bf16; B dense bf16, stored (K,N)
-// row-major (transb 'N') or (N,K) row-major (transb 'T'); C dense row-major fp32. Built for one
-// thread (it runs inside the bands' parallel region) and cached per shape.
-Bf16Product& bf16_product(long M, long N, long K, char transb, bool accumulate) {
-  using Key = std::tuple<long, long, long, char, bool>;
+// B (K,N) stored (K,N) row-major (transb 'N') or (N,K) row-major (transb 'T').
+memory::desc plain_b(long K, long N, char transb, dt type) {
+  return memory::desc({K, N}, type, transb == 'N' ? memory::dims{N, 1} : memory::dims{1, K});
+}
+
+// C (M,N) = or += A (M,K) @ B (K,N): A bf16, row-major (lda_t 0) or stored transposed, (K,M)
+// with rows of lda_t; C dense row-major fp32; B dense bf16 in transb's layout, or (packed) in the
+// layout oneDNN's kernel reads, made once per product from the fp32 source by the entry's
+// reorder. Built for one thread (it runs inside the bands' parallel region), cached per shape.
+Bf16Product& bf16_product(long M, long N, long K, long lda_t, char transb, bool accumulate,
+                          bool packed) {
+  using Key = std::tuple<long, long, long, long, char, bool, bool>;
   static dnnl_detail::PrimitiveCache<Key, Bf16Product> cache;
-  return cache.get(Key{M, N, K, transb, accumulate}, [&](const Key&) {
+  return cache.get(Key{M, N, K, lda_t, transb, accumulate, packed}, [&](const Key&) {
     return dnnl_detail::checked("bf16 matmul setup", [&] {
-      const memory::desc a({M, K}, dt::bf16, memory::dims{K, 1});
-      const memory::desc b({K, N}, dt::bf16,
-                           transb == 'N' ? memory::dims{N, 1} : memory::dims{1, K});
+      const memory::desc a({M, K}, dt::bf16,
+                           lda_t == 0 ? memory::dims{K, 1} : memory::dims{1, lda_t});
+      const memory::desc b = packed ? memory::desc({K, N}, dt::bf16, memory::format_tag::any)
+                                    : plain_b(K, N, transb, dt::bf16);
       const memory::desc c({M, N}, dt::f32, memory::dims{N, 1});
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one scratch per thread
@@ -65,7 +76,14 @@ Bf16Product& bf16_product(long M, long N, long K, char transb, bool accumulate) 
         const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr,
                                               dnnl_detail::engine());
         omp_set_num_threads(threads);
-        return Bf16Product{a, b, c, pd.scratchpad_desc(), dnnl::matmul(pd), pd.impl_info_str()};
+        Bf16Product p{a, pd.weights_desc(), c, pd.scratchpad_desc(), dnnl::matmul(pd),
+                      pd.impl_info_str(), {}, {}};
+        if (packed) {
+          p.b_source = plain_b(K, N, transb, dt::f32);
+          p.pack = dnnl::reorder(dnnl::reorder::primitive_desc(
+              dnnl_detail::engine(), p.b_source, dnnl_detail::engine(), p.b));
+        }
+        return p;
       } catch (...) {
         omp_set_num_threads(threads);
         throw;
@@ -74,27 +92,69 @@ Bf16Product& bf16_product(long M, long N, long K, char transb, bool accumulate) 
   });
 }
 
+// The operands' bf16 copies: the ops run one at a time (kernels/cpu/scratch.h), so each keeps
+// one area that grows to the largest size asked for.
+uint16_t* area(std::vector<uint16_t>& v, long n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+std::vector<uint16_t> g_inp, g_weight, g_dout, g_packed, g_packed_last;
+
+// Packs B32 (fp32, in p's source layout) into area v in p's layout, on all threads.
+const uint16_t* pack_b(Bf16Product& p, const float* B32, std::vector<uint16_t>& v) {
+  uint16_t* out = area(v, static_cast<long>(p.b.get_size() / sizeof(uint16_t)) + 1);
+  const auto& e = dnnl_detail::engine();
+  memory src(p.b_source, e, const_cast<float*>(B32)), dst(p.b, e, out);
+  dnnl_detail::checked("bf16 matmul packing", [&] {
+    p.pack.execute(dnnl_detail::stream(), src, dst);
+    dnnl_detail::stream().wait();
+  });
+  return out;
+}
+
+// The B operand of a product: bf16 in transb's layout (B16), or fp32 (B32) that the product
+// packs into oneDNN's layout once, for every band.
+struct BOperand {
+  const uint16_t* B16 = nullptr;
+  const float* B32 = nullptr;
+  char transb = 'N';
+};
+
 // C = or += A @ B over bands of kRowBand rows of A and C, each band one oneDNN call on one
-// thread (a oneDNN error inside the region is rethrown after it).
-void banded_product(long M, long N, long K, const uint16_t* A, const uint16_t* B, char transb,
+// thread (a oneDNN error inside the region is rethrown after it). A is (M,K) row-major, or with
+// transa 'T' stored (K,M) row-major: oneDNN reads it with strides (its gemm kernel rather than
+// the AMX brgemm, which wants dense rows, yet faster than a transposed copy of a head-sized
+// gradient: 57 against 41 + 54 ms at 50304 x 384 x 1024, docs/performance.md).
+void banded_product(long M, long N, long K, const uint16_t* A, char transa, const BOperand& B,
                     float* C, bool accumulate) {
   if (M == 0 || N == 0) return;
   const long bands = (M + kRowBand - 1) / kRowBand;
   const long last_rows = M - (bands - 1) * kRowBand;
-  Bf16Product& full = bf16_product(std::min(M, kRowBand), N, K, transb, accumulate);
-  Bf16Product& last = bf16_product(last_rows, N, K, transb, accumulate);
+  const bool packed = B.B32 != nullptr;
+  const long lda_t = transa == 'T' ? M : 0;
+  Bf16Product& full =
+      bf16_product(std::min(M, kRowBand), N, K, lda_t, B.transb, accumulate, packed);
+  Bf16Product& last = bf16_product(last_rows, N, K, lda_t, B.transb, accumulate, packed);
+  const uint16_t* b_full = B.B16;
+  const uint16_t* b_last = B.B16;
+  if (packed) {
+    b_full = b_last = pack_b(full, B.B32, g_packed);
+    if (last.b != full.b) b_last = pack_b(last, B.B32, g_packed_last);
+  }
   int failed = 0;
 #pragma omp parallel for schedule(dynamic, 1) reduction(max : failed)
   for (long band = 0; band < bands; ++band) {
     thread_local dnnl::stream stream(dnnl_detail::engine());
     thread_local std::vector<char> scratch;
-    Bf16Product& p = band == bands - 1 ? last : full;
+    const bool is_last = band == bands - 1;
+    Bf16Product& p = is_last ? last : full;
     const long r0 = band * kRowBand;
     try {
       if (scratch.size() < p.scratch.get_size()) scratch.resize(p.scratch.get_size());
       const auto& e = dnnl_detail::engine();
-      memory a(p.a, e, const_cast<uint16_t*>(A + r0 * K)), b(p.b, e, const_cast<uint16_t*>(B)),
-          c(p.c, e, C + r0 * N), s(p.scratch, e, scratch.data());
+      memory a(p.a, e, const_cast<uint16_t*>(A + (lda_t == 0 ? r0 * K : r0))),
+          b(p.b, e, const_cast<uint16_t*>(is_last ? b_last : b_full)), c(p.c, e, C + r0 * N),
+          s(p.scratch, e, scratch.data());
       p.primitive.execute(stream, {{DNNL_ARG_SRC, a},
                                    {DNNL_ARG_WEIGHTS, b},
                                    {DNNL_ARG_DST, c},
@@ -112,13 +172,6 @@ void banded_product(long M, long N, long K, const uint16_t* A, const uint16_t* B
   }
 }
 
-// The operands' bf16 copies: the ops run one at a time (kernels/cpu/scratch.h), so each keeps
-// one area that grows to the largest size asked for.
-uint16_t* area(std::vector<uint16_t>& v, long n) {
-  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
-  return v.data();
-}
-std::vector<uint16_t> g_inp, g_weight, g_dout, g_dout_t;
 float* area(std::vector<float>& v, long n) {
   if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
   return v.data();
@@ -133,21 +186,33 @@ inline uint16_t to_bf16(float f) {  // sg::float_to_bf16 without the branch, so 
   return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
-// out (cols, rows) = in (rows, cols)^T rounded to bf16, in 32 x 32 tiles.
-void transpose_to_bf16(uint16_t* out, const float* in, long rows, long cols) {
-  constexpr long kTile = 32;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (long c0 = 0; c0 < cols; c0 += kTile)
-    for (long r0 = 0; r0 < rows; r0 += kTile) {
-      const long c1 = std::min(cols, c0 + kTile), r1 = std::min(rows, r0 + kTile);
-      for (long c = c0; c < c1; ++c)
-        for (long r = r0; r < r1; ++r) out[c * rows + r] = to_bf16(in[r * cols + c]);
-    }
+// n floats to bf16 through oneDNN's reorder (round to nearest even; its jit code runs the
+// CPU's widest vectors, where this file is compiled for the baseline), on all threads.
+void reorder_to_bf16(uint16_t* out, const float* in, long n) {
+  struct Entry {
+    memory::desc src, dst;
+    dnnl::reorder reorder;
+  };
+  static dnnl_detail::PrimitiveCache<long, Entry> cache;
+  Entry& r = cache.get(n, [&](long) {
+    return dnnl_detail::checked("bf16 conversion setup", [&] {
+      const memory::desc src({n}, dt::f32, memory::dims{1}), dst({n}, dt::bf16, memory::dims{1});
+      return Entry{src, dst, dnnl::reorder(dnnl::reorder::primitive_desc(
+                                 dnnl_detail::engine(), src, dnnl_detail::engine(), dst))};
+    });
+  });
+  const auto& e = dnnl_detail::engine();
+  memory src(r.src, e, const_cast<float*>(in)), dst(r.dst, e, out);
+  dnnl_detail::checked("bf16 conversion", [&] {
+    r.reorder.execute(dnnl_detail::stream(), src, dst);
+    dnnl_detail::stream().wait();
+  });
 }
 
 }  // namespace
 
 void round_to_bf16(uint16_t* out, const float* in, long n) {
+  if (n > 0 && !bf16_matmul_implementation().empty()) return reorder_to_bf16(out, in, n);
 #pragma omp parallel for simd schedule(static) if (n > (1 << 15))
   for (long i = 0; i < n; ++i) out[i] = to_bf16(in[i]);
 }
@@ -186,6 +251,10 @@ void matmul_backward_bf16_emulated(float* dinp, float* dweight, float* dbias, co
   if (dbias != nullptr) kernels().matmul_bias_backward(dbias, dout, N, OC);  // unrounded, as native
 }
 
+// Which operands are rounded (into a dense bf16 copy) and which packed from fp32 by the product
+// is what measured fastest at GPT-2's shapes (docs/performance.md): the forward's weight rounded
+// (packing it cost 1.2x at the head), the input gradient's weight packed, the weight gradient
+// reading dout's bf16 copy transposed in place and its input rounded.
 void matmul_forward_bf16(float* out, const float* inp, const float* weight, const float* bias,
                          int N, int C, int OC) {
   if (!native()) return matmul_forward_bf16_emulated(out, inp, weight, bias, N, C, OC);
@@ -199,7 +268,7 @@ void matmul_forward_bf16(float* out, const float* inp, const float* weight, cons
     for (long i = 0; i < n; ++i) std::copy(bias, bias + oc, out + i * oc);
   }
   // out (N,OC) = inp (N,C) @ weight^T: weight stored (OC,C) is the (C,OC) operand transposed.
-  banded_product(n, oc, c, inp16, weight16, 'T', out, bias != nullptr);
+  banded_product(n, oc, c, inp16, 'N', BOperand{weight16, nullptr, 'T'}, out, bias != nullptr);
 }
 
 void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -208,25 +277,21 @@ void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float
     return matmul_backward_bf16_emulated(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
   const long n = N, c = C, oc = OC;
-  if (dinp != nullptr) {  // dinp (N,C) = dout (N,OC) @ weight (OC,C)
-    uint16_t* dout16 = area(g_dout, n * oc);
-    uint16_t* weight16 = area(g_weight, oc * c);
-    round_to_bf16(dout16, dout, n * oc);
-    round_to_bf16(weight16, weight, oc * c);
-    banded_product(n, c, oc, dout16, weight16, 'N', dinp, false);
+  uint16_t* dout16 = area(g_dout, n * oc);
+  round_to_bf16(dout16, dout, n * oc);
+  if (dinp != nullptr) {  // dinp (N,C) = dout (N,OC) @ weight (OC,C), the weight packed
+    banded_product(n, c, oc, dout16, 'N', BOperand{nullptr, weight, 'N'}, dinp, false);
   }
-  // dweight (OC,C) += dout^T (OC,N) @ inp (N,C)
-  uint16_t* dout_t16 = area(g_dout_t, oc * n);
+  // dweight (OC,C) += dout^T (OC,N) @ inp (N,C): dout16 read as the transposed operand
   uint16_t* inp16 = area(g_inp, n * c);
-  transpose_to_bf16(dout_t16, dout, n, oc);
   round_to_bf16(inp16, inp, n * c);
-  banded_product(oc, c, n, dout_t16, inp16, 'N', dweight, true);
+  banded_product(oc, c, n, dout16, 'T', BOperand{inp16, nullptr, 'N'}, dweight, true);
   if (dbias != nullptr) kernels().matmul_bias_backward(dbias, dout, N, OC);
 }
 
 std::string bf16_matmul_implementation() {
   try {
-    return bf16_product(kRowBand, 256, 256, 'T', false).implementation;
+    return bf16_product(kRowBand, 256, 256, 0, 'T', false, false).implementation;
   } catch (const RunError&) {
     return "";
   }

@@ -2,7 +2,8 @@
 today: F.scaled_dot_product_attention(is_causal=True) for the attention core, F.gelu with the tanh
 approximation, a bias-free LM head (nn.Linear) whose weight is the token embedding's (tied), and
 nn.Embedding / nn.LayerNorm. Same parameters, shapes and initialisation as the reference model, so
-the FLOPs per step are the same; used by scripts/bench/gpt_torch.py --modern (PyTorch >= 2.0).
+the FLOPs per step are the same; used by scripts/bench/gpt_torch.py --modern (PyTorch >= 2.0;
+gpt_torch.py --bf16 runs its forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)).
 """
 import math
 

@@ -1,13 +1,21 @@
 #!/usr/bin/python3
-"""The tables of scripts/bench/gpt-cpu, from what it left in its work directory: one directory
-round-<k> per round (or the files directly in the work directory, read as one round), each with
+"""The tables of scripts/bench/gpt-cpu, from what it left in its work directory (one per
+precision: <work>/fp32, <work>/bf16): one directory round-<k> per round (or the files directly in
+the work directory, read as one round), each with
 
   peer-<id>.label, and peer-<id>.json (gpt_torch.py's result) or peer-<id>.status (why not)
   metrics.jsonl   Singularity's training log (step_ms, tokens_per_s, mfu per step)
-  peak.txt        the SGEMM peak in GFLOP/s (may be empty)
-  sustained.txt   the sustained SGEMM rate in GFLOP/s, median call of 3 s (may be empty or absent)
+  peak.txt        the SGEMM peak in GFLOP/s, or for --precision bf16 the bf16 products' peak
+                  (bf16_peak_gflops); may be empty
+  sustained.txt   the sustained SGEMM rate in GFLOP/s, median call of 3 s (may be empty or absent;
+                  fp32 only)
   ops.tsv         Singularity's per-call op trace (SINGULARITY_PROFILE_OPS_TRACE): name, start, s
   load.txt        /proc/loadavg before and after the runs
+
+--precision bf16 names Singularity's row "singularity, bf16, 2 threads" and takes the peak
+fraction against the bf16 peak; its peers are the bf16 autocast ones. --fp32-work DIR (with
+--precision bf16) adds, per round and over the rounds, bf16 Singularity against the fastest
+PyTorch of either precision (DIR's round <k> beside this one's) and against fp32 Singularity.
 
 Prints, for each round, the throughput table (every peer, and its speed as a fraction of the
 fastest) and the SGEMM-peak fraction; over the rounds, each peer's median and the medians of
@@ -152,8 +160,13 @@ def op_costs(a):
     return costs
 
 
-def print_peers(work, steps, skip):
-    rows = []  # label, tokens/s or None, step ms, note
+def singularity_label(precision):
+    return "singularity, 2 threads" if precision == "fp32" else f"singularity, {precision}, 2 threads"
+
+
+def peer_rows(work):
+    """(label, tokens/s or None, step ms, note) for each peer of one round."""
+    rows = []
     for peer in PEERS:
         label = read_text(os.path.join(work, f"peer-{peer}.label"))
         if not label:
@@ -168,45 +181,66 @@ def print_peers(work, steps, skip):
         else:
             rows.append((label, None, None,
                          read_text(os.path.join(work, f"peer-{peer}.status")) or "no result"))
-    singularity = None
-    if steps is not None:
-        timed = steps[skip:]
-        if not timed:
-            sys.exit(f"gpt-cpu: metrics.jsonl has {len(steps)} step lines; need more than {skip}")
-        singularity = statistics.median(s["tokens_per_s"] for s in timed)
-        step_ms = (statistics.median(s["step_ms"] for s in timed)
-                   if all("step_ms" in s for s in timed) else float("nan"))
-        rows.append(("singularity, 2 threads", singularity, step_ms, ""))
+    return rows
+
+
+def singularity_tokens_per_s(steps, skip):
+    """Median tokens/s and step ms over the timed steps (None where Singularity did not run)."""
+    if steps is None:
+        return None, None
+    timed = steps[skip:]
+    if not timed:
+        sys.exit(f"gpt-cpu: metrics.jsonl has {len(steps)} step lines; need more than {skip}")
+    step_ms = (statistics.median(s["step_ms"] for s in timed)
+               if all("step_ms" in s for s in timed) else float("nan"))
+    return statistics.median(s["tokens_per_s"] for s in timed), step_ms
+
+
+def print_peers(work, steps, skip, precision="fp32"):
+    rows = peer_rows(work)  # label, tokens/s or None, step ms, note
+    singularity, step_ms = singularity_tokens_per_s(steps, skip)
+    if singularity is not None:
+        rows.append((singularity_label(precision), singularity, step_ms, ""))
 
     fastest = max((r[1] for r in rows if r[1]), default=None)
-    print(f"{'':54s} {'tokens/s':>9s} {'step ms':>8s} {'vs fastest':>10s}")
+    w = max([54] + [len(r[0]) for r in rows])
+    print(f"{'':{w}s} {'tokens/s':>9s} {'step ms':>8s} {'vs fastest':>10s}")
     for label, tps, ms, note in rows:
         if tps is None:
-            print(f"{label:54s} {'-':>9s} {'-':>8s} {'-':>10s}  {note}")
+            print(f"{label:{w}s} {'-':>9s} {'-':>8s} {'-':>10s}  {note}")
         else:
             ratio = f"{tps / fastest:.2f}x"
-            print(f"{label:54s} {tps:9.1f} {ms:8.0f} {ratio:>10s}" + (f"  {note}" if note else ""))
+            print(f"{label:{w}s} {tps:9.1f} {ms:8.0f} {ratio:>10s}" + (f"  {note}" if note else ""))
     print("(vs fastest: tokens/s as a fraction of the fastest row's; medians over the timed steps)")
     torch_best = max((r[1] for r in rows[:-1] if r[1]), default=None) if singularity else None
     if singularity and torch_best:
-        print(f"singularity / fastest PyTorch:      {singularity / torch_best:.2f}x")
+        if precision == "fp32":
+            print(f"singularity / fastest PyTorch:      {singularity / torch_best:.2f}x")
+        else:
+            print(f"singularity {precision} / fastest {precision} PyTorch: "
+                  f"{singularity / torch_best:.2f}x")
     return singularity, torch_best, rows
 
 
-def peak_fraction(work, singularity, flops_per_token):
-    """Prints the achieved GFLOP/s; returns the fractions of this round's SGEMM peak and of its
-    sustained SGEMM rate (each None where not measured)."""
+def peak_name(precision):
+    return "SGEMM peak" if precision == "fp32" else f"{precision} peak"
+
+
+def peak_fraction(work, singularity, flops_per_token, precision="fp32"):
+    """Prints the achieved GFLOP/s; returns the fractions of this round's peak (SGEMM's, or the
+    bf16 products' for bf16) and of its sustained SGEMM rate (each None where not measured)."""
     achieved = singularity * flops_per_token
     peak_text = read_text(os.path.join(work, "peak.txt"))
     sustained_text = read_text(os.path.join(work, "sustained.txt"))
     line = f"singularity achieved:              {achieved / 1e9:.1f} GFLOP/s"
     fraction = sustained_fraction = None
+    key = "sgemm_peak_gflops" if precision == "fp32" else f"{precision}_peak_gflops"
     if peak_text:
         peak = float(peak_text) * 1e9
         fraction = achieved / peak
-        line += f" = {fraction:.1%} of the SGEMM peak {peak / 1e9:.1f} GFLOP/s"
+        line += f" = {fraction:.1%} of the {peak_name(precision)} {peak / 1e9:.1f} GFLOP/s"
     else:
-        line += " (SGEMM peak n/a: `singularity info --peak` printed no sgemm_peak_gflops line)"
+        line += (f" ({peak_name(precision)} n/a: `singularity info --peak` printed no {key} line)")
     if sustained_text:
         sustained = float(sustained_text) * 1e9
         sustained_fraction = achieved / sustained
@@ -215,7 +249,7 @@ def peak_fraction(work, singularity, flops_per_token):
     return fraction, sustained_fraction
 
 
-def print_summary(results):
+def print_summary(results, precision="fp32"):
     """results: per round (rows, singularity, torch_best, peak fraction, sustained fraction).
     Medians over rounds."""
     print(f"\nOver {len(results)} rounds (each peer's median tokens/s; per-round values in order):")
@@ -225,14 +259,15 @@ def print_summary(results):
             if label not in labels:
                 labels.append(label)
     per_label = {}
+    w = max([52] + [len(label) for label in labels])
     for label in labels:
         values = [r[1] for rows, *_ in results for r in rows if r[0] == label and r[1]]
         per_label[label] = values
         if values:
             each = ", ".join(f"{v:.1f}" for v in values)
-            print(f"  {label:52s} {statistics.median(values):9.1f}  ({each})")
+            print(f"  {label:{w}s} {statistics.median(values):9.1f}  ({each})")
         else:
-            print(f"  {label:52s} {'-':>9s}  (no result in any round)")
+            print(f"  {label:{w}s} {'-':>9s}  (no result in any round)")
     ratios = [s / t for _, s, t, *_ in results if s and t]
     if ratios:
         each = ", ".join(f"{r:.2f}x" for r in ratios)
@@ -240,14 +275,15 @@ def print_summary(results):
         # The round's fastest is the best of several noisy peers, which favours PyTorch; the
         # peers' medians first, then the fastest of those, does not.
         medians = {label: statistics.median(v) for label, v in per_label.items() if v}
-        ours = medians.pop("singularity, 2 threads", None)
+        ours = medians.pop(singularity_label(precision), None)
         if ours and medians:
             best = max(medians, key=medians.get)
             print(f"singularity's median / the fastest PyTorch median:  {ours / medians[best]:.2f}x ({best})")
     fractions = [r[3] for r in results if r[3] is not None]
     if fractions:
         each = ", ".join(f"{f:.1%}" for f in fractions)
-        print(f"fraction of the round's SGEMM peak:              median {statistics.median(fractions):.1%} ({each})")
+        name = f"fraction of the round's {peak_name(precision)}:"
+        print(f"{name:48s} median {statistics.median(fractions):.1%} ({each})")
     sustained = [r[4] for r in results if r[4] is not None]
     if sustained:
         each = ", ".join(f"{f:.1%}" for f in sustained)
@@ -318,6 +354,57 @@ def print_breakdown(work, a, steps):
           "(median per step; untimed: data, trainer, thread wake-ups)")
     print("GFLOP/s: matmuls at the padded vocabulary, attention counting the full T x T matrices;"
           " GB/s: least fp32 traffic (each operand read once, each result written once)")
+    if a.precision != "fp32":
+        print(f"({a.precision} run: the same FLOP and byte counts as fp32; "
+              f"train.precision={a.precision} runs the linear layers' products on {a.precision} operands)")
+
+
+def print_cross_precision(work, fp32_work, a, results):
+    """bf16 Singularity (results: this precision's rounds, as main collects them) against the
+    fastest PyTorch of either precision in the same round, and against fp32 Singularity."""
+    fp32_dirs = round_dirs(fp32_work)
+    label = singularity_label(a.precision)
+    ours_name = f"singularity {a.precision}"
+    print(f"\n{a.precision} against either precision (the round's PyTorch peers in fp32 and in "
+          f"{a.precision}; singularity in fp32):")
+    vs_peers, vs_ours, peer_values, ours_fp32 = [], [], {}, []
+    for k, (rows, singularity, *_) in enumerate(results):
+        fp32_rows = peer_rows(fp32_dirs[k]) if k < len(fp32_dirs) else []
+        fp32_ours = None
+        if k < len(fp32_dirs):
+            fp32_ours, _ = singularity_tokens_per_s(singularity_steps(fp32_dirs[k]), a.skip)
+        peers = ([(r[0] + " [fp32]", r[1]) for r in fp32_rows if r[1]]
+                 + [(r[0], r[1]) for r in rows if r[1] and r[0] != label])
+        for name, value in peers:
+            peer_values.setdefault(name, []).append(value)
+        if fp32_ours:
+            ours_fp32.append(fp32_ours)
+        parts = []
+        if singularity and peers:
+            best = max(peers, key=lambda p: p[1])
+            vs_peers.append(singularity / best[1])
+            parts.append(f"{ours_name} / fastest PyTorch of either precision "
+                         f"{singularity / best[1]:.2f}x ({best[0]})")
+        if singularity and fp32_ours:
+            vs_ours.append(singularity / fp32_ours)
+            parts.append(f"{ours_name} / singularity fp32 {singularity / fp32_ours:.2f}x")
+        where = f"round {k + 1}: " if len(results) > 1 else ""
+        print("  " + where + ("; ".join(parts) if parts else "n/a (no singularity or no peer)"))
+    if len(results) > 1:
+        if vs_peers:
+            each = ", ".join(f"{r:.2f}x" for r in vs_peers)
+            print(f"  {ours_name} / fastest PyTorch of either precision of the same round: "
+                  f"median {statistics.median(vs_peers):.2f}x ({each})")
+            ours = [r[1] for r in results if r[1]]
+            if ours and peer_values:
+                medians = {n: statistics.median(v) for n, v in peer_values.items()}
+                best = max(medians, key=medians.get)
+                print(f"  {ours_name}'s median / the fastest PyTorch median of either precision: "
+                      f"{statistics.median(ours) / medians[best]:.2f}x ({best})")
+        if vs_ours:
+            each = ", ".join(f"{r:.2f}x" for r in vs_ours)
+            print(f"  {ours_name} / singularity fp32 of the same round: "
+                  f"median {statistics.median(vs_ours):.2f}x ({each})")
 
 
 def main():
@@ -325,7 +412,13 @@ def main():
     ap.add_argument("work")
     for name in ("layers", "width", "heads", "context", "batch", "vocab", "skip"):
         ap.add_argument("--" + name, type=int, required=True)
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="the runs' precision: names Singularity's row, picks the peak")
+    ap.add_argument("--fp32-work", metavar="DIR",
+                    help="with --precision bf16: the fp32 work directory of the same rounds")
     a = ap.parse_args()
+    if a.fp32_work and a.precision == "fp32":
+        ap.error("--fp32-work goes with --precision bf16")
     work, L, C, T, V = a.work, a.layers, a.width, a.context, a.vocab
 
     # GPT-2 parameters: wte + wpe + L blocks (2 layernorms, c_attn, c_proj, c_fc, mlp c_proj) + ln_f.
@@ -335,6 +428,9 @@ def main():
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(auto)')}")
     print(f"GPT-2 L={L} C={C} T={T} V={V} batch {a.batch}: {n_params:,} parameters, "
           f"{flops_per_token / 1e6:.1f} MFLOP/token (6N + 6LTC)")
+    if a.precision != "fp32":
+        print(f"{a.precision}: singularity with train.precision={a.precision}, PyTorch under "
+              f"torch.autocast('cpu', dtype=torch.bfloat16) (optimizer in fp32)")
     dirs = round_dirs(work)
     results = []
     for k, rd in enumerate(dirs, 1):
@@ -344,17 +440,20 @@ def main():
         if load:
             print("load average (1, 5, 15 min) " + load.replace("\n", "; "))
         steps = singularity_steps(rd)
-        singularity, torch_best, rows = print_peers(rd, steps, a.skip)
+        singularity, torch_best, rows = print_peers(rd, steps, a.skip, a.precision)
         fraction = sustained_fraction = None
         if singularity is not None:
-            fraction, sustained_fraction = peak_fraction(rd, singularity, flops_per_token)
+            fraction, sustained_fraction = peak_fraction(rd, singularity, flops_per_token,
+                                                         a.precision)
             timed = steps[a.skip:]
             if all("mfu" in s for s in timed):
                 print(f"singularity's own logged mfu:      "
                       f"{statistics.median(s['mfu'] for s in timed):.3f} (median)")
         results.append((rows, singularity, torch_best, fraction, sustained_fraction))
     if len(dirs) > 1:
-        print_summary(results)
+        print_summary(results, a.precision)
+    if a.fp32_work:
+        print_cross_precision(work, a.fp32_work, a, results)
     if results[-1][1] is not None:
         if len(dirs) > 1:
             print(f"\nPer-op breakdown from round {len(dirs)}:")

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The PyTorch side of the CPU benchmark: trains the same GPT-2 as Singularity (the model in
-tests/reference/gpt2_model.py) in fp32 with AdamW on random tokens, and prints one JSON line
+tests/reference/gpt2_model.py) in fp32 (or bf16 autocast, --bf16) with AdamW on random tokens, and prints one JSON line
 
     {"tokens_per_s": ..., "step_ms": ..., "threads": N, ...}
 
@@ -15,7 +15,14 @@ head, AdamW(fused=True). --compile (with --modern) wraps the model in torch.comp
 steps then include the compilation, whose time is reported as "first_step_s".
 
     ~/.cache/singularity/torch-venv/bin/python scripts/bench/gpt_torch.py --modern --compile
+
+--bf16 runs the forward pass and the loss under torch.autocast("cpu", dtype=torch.bfloat16), what a
+user of a CPU with bf16 instructions (avx512_bf16, AMX) writes: the linear layers' and attention's
+products in bf16, the parameters, gradients and the AdamW state in fp32.
+
+    ~/.cache/singularity/torch-venv/bin/python scripts/bench/gpt_torch.py --modern --compile --bf16
 """
+import contextlib
 import argparse
 import json
 import os
@@ -46,6 +53,8 @@ def main():
     ap.add_argument("--modern", action="store_true",
                     help="scripts/bench/gpt2_modern.py (SDPA, tied head) and fused AdamW")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (needs --modern)")
+    ap.add_argument("--bf16", action="store_true",
+                    help="forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     args = ap.parse_args()
     if args.steps < 1 or args.warmup < 0 or args.threads < 1:
         ap.error("need --steps >= 1, --warmup >= 0, --threads >= 1")
@@ -69,6 +78,10 @@ def main():
     else:
         optimizer = torch.optim.AdamW(groups, lr=6e-4, betas=(0.9, 0.95), eps=1e-8)  # foreach
     step_model = torch.compile(model) if args.compile else model
+    if args.bf16:
+        autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16)  # noqa: E731
+    else:
+        autocast = contextlib.nullcontext
 
     tokens_per_step = args.batch * args.context
     step_seconds, step_seconds_all, losses = [], [], []
@@ -77,7 +90,8 @@ def main():
         inputs, targets = batch[:, :-1], batch[:, 1:]
         t0 = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        _, loss = step_model(inputs, targets)
+        with autocast():
+            _, loss = step_model(inputs, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -100,7 +114,9 @@ def main():
         "params": count_parameters(model),
         "final_loss": losses[-1],
         "torch": torch.__version__,
-        "variant": ("compiled" if args.compile else "eager") + (", modern" if args.modern else ""),
+        "variant": (("compiled" if args.compile else "eager") + (", modern" if args.modern else "")
+                    + (", bf16 autocast" if args.bf16 else "")),
+        "precision": "bf16 autocast" if args.bf16 else "fp32",
         "first_step_s": step_seconds_all[0],
     }))
 

@@ -1,18 +1,22 @@
 #!/usr/bin/python3
-"""The PyTorch side of the ResNet CPU benchmark: trains torchvision's resnetNN in fp32 on random
-images and labels with SGD (momentum 0.9, weight decay 1e-4 on weights only) and prints one JSON
-line
+"""The PyTorch side of the ResNet CPU benchmark: trains torchvision's resnetNN in fp32 (or bf16
+autocast, --bf16) on random images and labels with SGD (momentum 0.9, weight decay 1e-4 on
+weights only) and prints one JSON line
 
     {"images_per_s": ..., "step_ms": ..., "peak_rss_bytes": ..., "torch": "2.x", ...}
 
 with images_per_s and step_ms the medians over the timed steps (those after --warmup). Each
 step: forward (training mode, batch statistics), cross-entropy, backward, SGD step.
 --channels-last runs the model and its input in NHWC (PyTorch's fast CPU layout for
-convolutions); --compile wraps the model in torch.compile (PyTorch 2).
+convolutions); --compile wraps the model in torch.compile (PyTorch 2); --bf16 runs forward and
+loss under torch.autocast("cpu", dtype=torch.bfloat16), what a user of a CPU with bf16
+instructions (avx512_bf16, AMX) writes (convolutions and the linear layer in bf16; parameters,
+gradients and the SGD state in fp32).
 
     python scripts/bench/resnet_torch.py --depth 50 --batch 8 --threads 2 --steps 5 --warmup 2
 """
 import argparse
+import contextlib
 import json
 import resource
 import statistics
@@ -34,6 +38,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps before them")
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--bf16", action="store_true",
+                    help="forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1337)
@@ -48,13 +54,18 @@ def main():
     if args.compile:
         step_fn = torch.compile(model)
     loss_fn = torch.nn.CrossEntropyLoss()
+    if args.bf16:
+        autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16)  # noqa: E731
+    else:
+        autocast = contextlib.nullcontext
     seconds = []
     for step in range(args.warmup + args.steps):
         images = torch.randn(args.batch, 3, args.image, args.image).to(memory_format=memory_format)
         labels = torch.randint(0, args.classes, (args.batch,))
         t0 = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(step_fn(images), labels)
+        with autocast():
+            loss = loss_fn(step_fn(images), labels)
         loss.backward()
         optimizer.step()
         loss_value = loss.item()
@@ -72,6 +83,7 @@ def main():
         "depth": args.depth,
         "channels_last": args.channels_last,
         "compile": args.compile,
+        "bf16": args.bf16,
         "torch": torch.__version__,
     }))
 

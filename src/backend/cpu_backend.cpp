@@ -87,9 +87,7 @@ class CpuBackend final : public Backend {
                        const float* inp, const float* weight, int N, int C, int OC) override {
     const ScopedOpTimer timer("matmul_backward");
     if (bf16_products_) {
-      cpu::matmul_backward_bf16(dinp, dweight, nullptr, dout, inp, weight, N, C, OC);
-      if (dbias != nullptr) kernels_.matmul_bias_backward(dbias, dout, N, OC);
-      return;
+      return cpu::matmul_backward_bf16(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
     }
     kernels_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }

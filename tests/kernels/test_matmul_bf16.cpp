@@ -120,6 +120,11 @@ void check_shape(Path path, int n, int c, int oc) {
   }
   omp_set_num_threads(threads_before);
 
+  // dbias sums the unrounded dout: the fp32 kernel's bits.
+  std::vector<float> dbias32(oc, 0.0f);
+  sg::cpu::matmul_bias_backward(dbias32.data(), dout.data(), n, oc);
+  CHECK(first.dbias == dbias32);
+
   // The fp32 kernel on the same operands gives other bits: the products were rounded.
   std::vector<float> out32(size_t(n) * oc);
   sg::cpu::matmul_forward(out32.data(), inp.data(), weight.data(), bias.data(), n, c, oc);
