@@ -67,11 +67,16 @@ void conv2d_im2col_backward_weights(float* dweight, const float* dout, const flo
 // layout, their activations reordered in and out around each call, or on the NHWC tensors as
 // they are: by_isa picks per shape by a fixed rule for the instruction set oneDNN runs
 // (conv2d_dnnl.cpp); tests and benchmarks may force one.
+// bf16 (train.precision: bf16): every layer on oneDNN's direct kernels with bf16 sources,
+// weights and output gradients, results and weight gradients fp32 (Winograd and the products,
+// fp32 kernels, are not used), except the strided 1x1 weight gradients that oneDNN 2.6 gets
+// wrong at few channels (conv2d_dnnl.cpp), which stay fp32 products.
 enum class SpatialLayout { by_isa, blocked, nhwc };
 struct ConvAlgorithms {
   bool winograd = true;
   bool gemm = true;
   SpatialLayout spatial_layout = SpatialLayout::by_isa;
+  bool bf16 = false;
   bool operator==(const ConvAlgorithms&) const = default;
 };
 // SINGULARITY_CONV's value (null when unset): unset, empty or "auto" both; "winograd" or "gemm"
@@ -82,6 +87,9 @@ ConvAlgorithms conv_algorithms_from_env(const char* value);
 // and benchmarks, between calls) replaces it.
 ConvAlgorithms conv_algorithms();
 void set_conv_algorithms(const ConvAlgorithms& chosen);
+// Whether the choice runs s on oneDNN's bf16 kernels: false where bf16 is off, and where oneDNN
+// has no optimised bf16 kernel for s (few channels; a CPU without AVX-512), which stays fp32.
+bool conv2d_runs_bf16(const Conv2dShape& s);
 
 void conv2d_forward_reference(float* out, const float* inp, const float* weight,
                               const Conv2dShape& s);

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,10 +45,16 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-using Key = std::array<int, 11>;
+using Key = std::array<int, 12>;
 
-memory::desc activation_desc(int n, int c, int h, int w) {
-  return memory::desc({n, c, h, w}, dt::f32, tag::nhwc);
+memory::desc activation_desc(int n, int c, int h, int w, dt type = dt::f32) {
+  return memory::desc({n, c, h, w}, type, tag::nhwc);
+}
+
+// d with another element type, its layout kept (oneDNN 2.x exposes the C struct).
+memory::desc with_type(memory::desc d, dt type) {
+  d.data.data_type = static_cast<dnnl_data_type_t>(type);
+  return d;
 }
 
 memory::dims weight_dims(const Conv2dShape& s) {
@@ -55,9 +62,9 @@ memory::dims weight_dims(const Conv2dShape& s) {
   return {s.groups, s.K / s.groups, s.C / s.groups, s.R, s.S};
 }
 
-memory::desc weight_desc(const Conv2dShape& s, tag t) {
+memory::desc weight_desc(const Conv2dShape& s, tag t, dt type = dt::f32) {
   const tag plain = s.groups == 1 ? tag::oihw : tag::goihw;
-  return memory::desc(weight_dims(s), dt::f32, t == tag::any ? tag::any : plain);
+  return memory::desc(weight_dims(s), type, t == tag::any ? tag::any : plain);
 }
 
 // Forward, backward-data and backward-weights primitives of one shape, with the memory their
@@ -73,6 +80,7 @@ struct ConvEntry {
   dnnl::convolution_backward_data bwd_data;
   dnnl::convolution_backward_weights bwd_weights;
   memory fwd_weights, bwd_data_weights, diff_weights;  // in the primitives' layouts
+  bool bf16 = false;                                   // bf16 operands (make_entry)
 };
 
 ConvAlgorithms& chosen_algorithms() {
@@ -100,34 +108,41 @@ bool runs_blocked(const Conv2dShape& s) {
 }
 
 Key key_of(const Conv2dShape& s) {
-  return {s.N, s.H, s.W, s.C, s.K, s.R, s.S, s.stride, s.pad, s.groups, runs_blocked(s)};
+  return {s.N, s.H, s.W, s.C, s.K,      s.R,           s.S,
+          s.stride, s.pad, s.groups, runs_blocked(s), chosen_algorithms().bf16};
 }
 
 bool is_reference(const char* impl) { return std::string(impl).starts_with("ref"); }
 
-ConvEntry make_entry(const Conv2dShape& s, bool blocked) {
+// With bf16, the sources, weights and output gradients the primitives read are bf16 (the
+// reorders that bring the caller's fp32 tensors into their layouts convert them: round to
+// nearest even), what they write fp32.
+ConvEntry make_entry(const Conv2dShape& s, bool blocked, bool bf16) {
   return checked("convolution setup", [&] {
+    const dt operand = bf16 ? dt::bf16 : dt::f32;
     const memory::desc user_src = activation_desc(s.N, s.C, s.H, s.W);
     const memory::desc user_dst = activation_desc(s.N, s.K, s.P(), s.Q());
-    const memory::desc src =
-        blocked ? memory::desc({s.N, s.C, s.H, s.W}, dt::f32, tag::any) : user_src;
+    const memory::desc src = blocked ? memory::desc({s.N, s.C, s.H, s.W}, operand, tag::any)
+                                     : activation_desc(s.N, s.C, s.H, s.W, operand);
     const memory::desc dst =
         blocked ? memory::desc({s.N, s.K, s.P(), s.Q()}, dt::f32, tag::any) : user_dst;
-    const memory::desc any_weights = weight_desc(s, tag::any);
+    const memory::desc any_weights = weight_desc(s, tag::any, operand);
     const memory::dims strides{s.stride, s.stride}, pad{s.pad, s.pad};
     auto& e = engine();
     dnnl::convolution_forward::primitive_desc fwd_pd(
         {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src,
          any_weights, dst, strides, pad, pad},
         e);
-    // The backward passes take the forward's activation layouts.
+    // The backward passes take the forward's activation layouts (gradients of the source fp32,
+    // of the output the operand type).
+    const memory::desc diff_src = with_type(fwd_pd.src_desc(), dt::f32);
+    const memory::desc diff_dst = with_type(fwd_pd.dst_desc(), operand);
     dnnl::convolution_backward_data::primitive_desc bwd_data_pd(
-        {dnnl::algorithm::convolution_direct, fwd_pd.src_desc(), any_weights, fwd_pd.dst_desc(),
-         strides, pad, pad},
+        {dnnl::algorithm::convolution_direct, diff_src, any_weights, diff_dst, strides, pad, pad},
         e, fwd_pd);
     dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd(
-        {dnnl::algorithm::convolution_direct, fwd_pd.src_desc(), any_weights, fwd_pd.dst_desc(),
-         strides, pad, pad},
+        {dnnl::algorithm::convolution_direct, fwd_pd.src_desc(), weight_desc(s, tag::any),
+         diff_dst, strides, pad, pad},
         e, fwd_pd);
     return ConvEntry{blocked,
                      user_src,
@@ -140,24 +155,42 @@ ConvEntry make_entry(const Conv2dShape& s, bool blocked) {
                      dnnl::convolution_backward_weights(bwd_weights_pd),
                      memory(fwd_pd.weights_desc(), e),
                      memory(bwd_data_pd.weights_desc(), e),
-                     memory(bwd_weights_pd.diff_weights_desc(), e)};
+                     memory(bwd_weights_pd.diff_weights_desc(), e),
+                     bf16};
   });
 }
 
 ConvEntry& entry_for(const Conv2dShape& s) {
   static PrimitiveCache<Key, ConvEntry> cache;
   return cache.get(key_of(s), [&](const Key&) {
-    if (runs_blocked(s)) {
-      // oneDNN may have no optimised blocked kernel for a shape (e.g. a 3x3 weight gradient on
-      // 2x2 activations: its "ref:any" was 200x slower); then NHWC.
-      ConvEntry blocked = make_entry(s, true);
-      if (!is_reference(blocked.fwd_pd.impl_info_str()) &&
-          !is_reference(blocked.bwd_data_pd.impl_info_str()) &&
-          !is_reference(blocked.bwd_weights_pd.impl_info_str())) {
-        return blocked;
+    // The entry if oneDNN has optimised kernels for it (not its "ref:any": a 3x3 weight
+    // gradient on 2x2 activations blocked was 200x slower), else none; in bf16 also none where
+    // oneDNN has no bf16 kernel at all (a CPU without AVX-512 refuses the primitive).
+    const auto optimised = [&](bool blocked, bool bf16) -> std::optional<ConvEntry> {
+      try {
+        ConvEntry c = make_entry(s, blocked, bf16);
+        if (!is_reference(c.fwd_pd.impl_info_str()) &&
+            !is_reference(c.bwd_data_pd.impl_info_str()) &&
+            !is_reference(c.bwd_weights_pd.impl_info_str())) {
+          return c;
+        }
+      } catch (const RunError&) {
+        if (!bf16) throw;
       }
+      return std::nullopt;
+    };
+    // Blocked where the rule says, else (or where it has no optimised kernel) NHWC; in bf16 a
+    // shape with no optimised bf16 kernel in either layout (few channels) stays fp32.
+    if (chosen_algorithms().bf16) {
+      if (runs_blocked(s)) {
+        if (auto c = optimised(true, true)) return std::move(*c);
+      }
+      if (auto c = optimised(false, true)) return std::move(*c);
     }
-    return make_entry(s, false);
+    if (runs_blocked(s)) {
+      if (auto c = optimised(true, false)) return std::move(*c);
+    }
+    return make_entry(s, false, false);
   });
 }
 
@@ -197,17 +230,26 @@ memory& weights_for(const Conv2dShape& s, const float* weight, memory& target) {
   return target;
 }
 
-bool by_winograd(const Conv2dShape& s) { return chosen_algorithms().winograd && winograd_applies(s); }
+// In bf16 every layer with oneDNN bf16 kernels runs on them (conv2d.h): the fp32 kernels below
+// take only the others.
+bool fp32_kernels(const Conv2dShape& s) {
+  return !chosen_algorithms().bf16 || !entry_for(s).bf16;
+}
+bool by_winograd(const Conv2dShape& s) {
+  return fp32_kernels(s) && chosen_algorithms().winograd && winograd_applies(s);
+}
 // Below winograd_applies' 32 tiles the weight gradient alone still gains from 16 up: its
 // transforms scale with the tiles, not with the 36 C K transformed filters that make the other
 // two passes lose (ResNet-50's 7x7x512 layers at batch 4 on 2 AVX-512 cores, conv_bench: 1.4x
 // the direct pass).
 bool by_winograd_weights(const Conv2dShape& s) {
-  return chosen_algorithms().winograd && winograd_weights_applies(s);
+  return fp32_kernels(s) && chosen_algorithms().winograd && winograd_weights_applies(s);
 }
-bool by_gemm(const Conv2dShape& s) { return chosen_algorithms().gemm && conv2d_1x1_fits(s); }
+bool by_gemm(const Conv2dShape& s) {
+  return fp32_kernels(s) && chosen_algorithms().gemm && conv2d_1x1_fits(s);
+}
 bool by_im2col_weights(const Conv2dShape& s) {
-  return chosen_algorithms().gemm && conv2d_im2col_weights_applies(s);
+  return fp32_kernels(s) && chosen_algorithms().gemm && conv2d_im2col_weights_applies(s);
 }
 
 }  // namespace
@@ -224,6 +266,9 @@ ConvAlgorithms conv_algorithms_from_env(const char* value) {
 }
 
 ConvAlgorithms conv_algorithms() { return chosen_algorithms(); }
+bool conv2d_runs_bf16(const Conv2dShape& s) {
+  return chosen_algorithms().bf16 && checked("convolution setup", [&] { return entry_for(s).bf16; });
+}
 void set_conv_algorithms(const ConvAlgorithms& chosen) { chosen_algorithms() = chosen; }
 
 void conv2d_forward(float* out, const float* inp, const float* weight, const Conv2dShape& s) {

@@ -150,14 +150,18 @@ class CpuBackend final : public Backend {
     kernels_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   }
   size_t device_memory_peak() override { return 0; }
-  // bf16: the linear layers' products on bf16 operands (kernels/matmul_bf16.h); attention,
-  // convolutions and everything else stay fp32 on the CPU (docs/performance.md).
+  // bf16: the linear layers' products on bf16 operands (kernels/matmul_bf16.h), the
+  // convolutions on oneDNN's bf16 kernels (kernels/conv2d.h); attention and everything else stay
+  // fp32 on the CPU (docs/performance.md).
   void set_precision(const std::string& precision) override {
     if (precision != "fp32" && precision != "bf16") {
       throw RunError("train.precision " + precision + ": the CPU backend computes in fp32 or "
                      "bf16; fp16 needs devices.backend: cuda");
     }
     bf16_products_ = precision == "bf16";
+    cpu::ConvAlgorithms conv = cpu::conv_algorithms();
+    conv.bf16 = bf16_products_;
+    cpu::set_conv_algorithms(conv);
   }
   AttentionStorage attention_storage(int B, int T, int NH) const override {
     return attention_storage_for("cpu", B, T, NH);

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "kernels/conv2d.h"
+#include "kernels/matmul_bf16.h"
+#include "tensor/dtype.h"
 #include "tests/kernels/conv_algorithms_scope.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/tolerance.h"
@@ -115,5 +117,73 @@ TEST_CASE("conv2d through oneDNN matches the reference: forward, backward data, 
       CHECK(dx_both == dx);
       CHECK(dw_both == dw_again);
     }
+  }
+}
+
+namespace {
+std::vector<float> bf16_rounded(const std::vector<float>& v) {
+  std::vector<float> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = sg::bf16_to_float(sg::float_to_bf16(v[i]));
+  return r;
+}
+}  // namespace
+
+// bf16 (train.precision: bf16): where a shape runs on oneDNN's bf16 kernels, each pass equals the
+// float64 reference on the bf16-rounded operands up to fp32 summation (so the operands, and only
+// they, were rounded) and differs from the fp32 pass; every shape is within bf16's tolerance of
+// the reference on the unrounded operands. The strided 1x1 weight gradients stay fp32 products.
+TEST_CASE("conv2d in bf16: oneDNN's bf16 kernels against the reference on rounded operands") {
+  const Tolerance fp32_sums{1e-4, 1e-4};  // up to 20 x 9 products summed in fp32
+  // against the unrounded operands: each product off by ~2^-8 relative, sums of up to a few
+  // hundred terms (the weight gradients'), so errors ~2^-8 sqrt(terms) in absolute terms
+  const Tolerance bf16_sums{0.1, 2e-2};
+  int ran_bf16 = 0;
+  for (const auto& s : shapes()) {
+    CAPTURE(s.R);
+    CAPTURE(s.C);
+    CAPTURE(s.stride);
+    CAPTURE(s.groups);
+    const auto x = random_floats(static_cast<size_t>(s.in_size()), 21);
+    const auto w = random_floats(static_cast<size_t>(s.weight_size()), 22);
+    const auto dy = random_floats(static_cast<size_t>(s.out_size()), 23);
+    std::vector<float> y(dy.size()), dx(x.size(), 7.0f), dw(w.size(), 0.0f), y32(dy.size());
+    bool bf16 = false;
+    {
+      const ConvAlgorithmsScope scope(sg::cpu::ConvAlgorithms{false, false,
+                                                              sg::cpu::SpatialLayout::by_isa, true});
+      bf16 = sg::cpu::conv2d_runs_bf16(s);
+      sg::cpu::conv2d_forward(y.data(), x.data(), w.data(), s);
+      sg::cpu::conv2d_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), s);
+    }
+    CAPTURE(bf16);
+    ran_bf16 += bf16;
+    std::vector<float> y_ref(y.size()), dx_ref(x.size()), dw_ref(w.size(), 0.0f);
+    sg::cpu::conv2d_forward_reference(y_ref.data(), x.data(), w.data(), s);
+    sg::cpu::conv2d_backward_data_reference(dx_ref.data(), dy.data(), w.data(), s);
+    sg::cpu::conv2d_backward_weights_reference(dw_ref.data(), dy.data(), x.data(), s);
+    CHECK_CLOSE(y.data(), y_ref.data(), y.size(), bf16_sums, "out vs unrounded");
+    CHECK_CLOSE(dx.data(), dx_ref.data(), dx.size(), bf16_sums, "dinp vs unrounded");
+    CHECK_CLOSE(dw.data(), dw_ref.data(), dw.size(), bf16_sums, "dweight vs unrounded");
+    if (!bf16) continue;
+    const auto xr = bf16_rounded(x), wr = bf16_rounded(w), dyr = bf16_rounded(dy);
+    sg::cpu::conv2d_forward_reference(y_ref.data(), xr.data(), wr.data(), s);
+    sg::cpu::conv2d_backward_data_reference(dx_ref.data(), dyr.data(), wr.data(), s);
+    CHECK_CLOSE(y.data(), y_ref.data(), y.size(), fp32_sums, "out vs rounded");
+    CHECK_CLOSE(dx.data(), dx_ref.data(), dx.size(), fp32_sums, "dinp vs rounded");
+    if (!(s.R == 1 && s.stride > 1)) {
+      std::fill(dw_ref.begin(), dw_ref.end(), 0.0f);
+      sg::cpu::conv2d_backward_weights_reference(dw_ref.data(), dyr.data(), xr.data(), s);
+      CHECK_CLOSE(dw.data(), dw_ref.data(), dw.size(), fp32_sums, "dweight vs rounded");
+    }
+    {
+      const ConvAlgorithmsScope scope(kDirect);
+      sg::cpu::conv2d_forward(y32.data(), x.data(), w.data(), s);
+    }
+    CHECK(y32 != y);
+  }
+  if (!sg::cpu::bf16_matmul_implementation().empty()) {
+    CHECK(ran_bf16 >= 5);  // this CPU has bf16 units: most shapes have bf16 kernels
+  } else {
+    MESSAGE("bf16 convolutions on " << ran_bf16 << " of " << shapes().size() << " shapes");
   }
 }
