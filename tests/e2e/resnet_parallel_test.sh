@@ -3,6 +3,7 @@
 # - deterministic mode: data = 4 on 1, 2 and 4 processes (and ZeRO-1 on 2) gives bitwise
 #   identical losses, evaluations, weights, running statistics and SGD momentum;
 # - resume: stopped on 2 processes, resumed on 4, bitwise the uninterrupted run;
+# - the same two in bf16 (bf16 convolutions and products), whose bits differ from fp32's;
 # - pipeline: stages at block boundaries, gpipe == 1f1b, both equal to one process;
 # - synchronised batch norm: data 4 on 1, 2 and 4 processes equals one replica of the whole batch;
 # - eval reports top-1/top-5; tensor parallelism is refused at plan time, saying why.
@@ -64,6 +65,21 @@ run det-rs 4 --set train.deterministic=true --set checkpoint.resume=auto
 grep -q "resumed from .*step_00000003 at step 3" det-rs.log || fail "did not resume at step 3"
 same_bits det-1 det-rs && echo "deterministic resume 2 -> 4 processes: bitwise identical" ||
   fail "deterministic resume differs from the uninterrupted run"
+
+# --- bf16: deterministic on 1, 2 and 4 processes, and resumed 2 -> 4 ---------------------
+check
+run bf-1 1 --set train.deterministic=true --set train.precision=bf16
+! diff -q <(math_lines det-1) <(math_lines bf-1) > /dev/null ||
+  fail "bf16 gave fp32's bits: its convolutions and products were not bf16"
+for n in 2 4; do
+  run bf-$n $n --set train.deterministic=true --set train.precision=bf16
+  same_bits bf-1 bf-$n && echo "bf16 deterministic: $n processes bitwise identical to 1" ||
+    fail "bf16 deterministic: $n processes differ from 1"
+done
+run bf-rs 2 --set train.deterministic=true --set train.precision=bf16 --stop-after 3
+run bf-rs 4 --set train.deterministic=true --set train.precision=bf16 --set checkpoint.resume=auto
+same_bits bf-1 bf-rs && echo "bf16 deterministic resume 2 -> 4 processes: bitwise identical" ||
+  fail "bf16 deterministic resume differs from the uninterrupted run"
 
 # --- Pipeline: blocks split over stages; gpipe and 1f1b; equal to one process ------------
 check
