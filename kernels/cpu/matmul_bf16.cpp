@@ -209,15 +209,6 @@ void reorder_to_bf16(uint16_t* out, const float* in, long n) {
   });
 }
 
-}  // namespace
-
-void round_to_bf16(uint16_t* out, const float* in, long n) {
-  if (n > 0 && !bf16_matmul_implementation().empty()) return reorder_to_bf16(out, in, n);
-#pragma omp parallel for simd schedule(static) if (n > (1 << 15))
-  for (long i = 0; i < n; ++i) out[i] = to_bf16(in[i]);
-}
-
-namespace {
 // in rounded to the nearest bf16 value, kept in fp32.
 const float* rounded(std::vector<float>& v, const float* in, long n) {
   float* out = area(v, n);
@@ -229,11 +220,18 @@ const float* rounded(std::vector<float>& v, const float* in, long n) {
   return out;
 }
 
+// Whether oneDNN has bf16 products on this CPU (else they are emulated), asked once.
 bool native() {
   static const bool has = !bf16_matmul_implementation().empty();
   return has;
 }
 }  // namespace
+
+void round_to_bf16(uint16_t* out, const float* in, long n) {
+  if (n > 0 && native()) return reorder_to_bf16(out, in, n);
+#pragma omp parallel for simd schedule(static) if (n > (1 << 15))
+  for (long i = 0; i < n; ++i) out[i] = to_bf16(in[i]);
+}
 
 void matmul_forward_bf16_emulated(float* out, const float* inp, const float* weight,
                                   const float* bias, int N, int C, int OC) {

@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include "tensor/dtype.h"
+
 namespace sg::test {
 
 inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo = -1.0f,
@@ -25,6 +27,13 @@ inline std::vector<std::int32_t> random_ints(std::size_t n, std::uint64_t seed, 
   std::vector<std::int32_t> x(n);
   for (std::int32_t& xi : x) xi = dist(rng);
   return x;
+}
+
+// Each value rounded to the nearest bf16 (sg::float_to_bf16), kept in fp32.
+inline std::vector<float> bf16_rounded(const std::vector<float>& v) {
+  std::vector<float> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = sg::bf16_to_float(sg::float_to_bf16(v[i]));
+  return r;
 }
 
 inline std::vector<double> to_double(const std::vector<float>& x) {

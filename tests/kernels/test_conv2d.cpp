@@ -11,7 +11,6 @@
 
 #include "kernels/conv2d.h"
 #include "kernels/matmul_bf16.h"
-#include "tensor/dtype.h"
 #include "tests/kernels/conv_algorithms_scope.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/tolerance.h"
@@ -119,14 +118,6 @@ TEST_CASE("conv2d through oneDNN matches the reference: forward, backward data, 
     }
   }
 }
-
-namespace {
-std::vector<float> bf16_rounded(const std::vector<float>& v) {
-  std::vector<float> r(v.size());
-  for (size_t i = 0; i < v.size(); ++i) r[i] = sg::bf16_to_float(sg::float_to_bf16(v[i]));
-  return r;
-}
-}  // namespace
 
 // bf16 (train.precision: bf16): where a shape runs on oneDNN's bf16 kernels, each pass equals the
 // float64 reference on the bf16-rounded operands up to fp32 summation (so the operands, and only

@@ -27,12 +27,6 @@ bool have_bf16_products() {
   return false;
 }
 
-std::vector<float> rounded(const std::vector<float>& v) {
-  std::vector<float> r(v.size());
-  for (size_t i = 0; i < v.size(); ++i) r[i] = sg::bf16_to_float(sg::float_to_bf16(v[i]));
-  return r;
-}
-
 struct Reference {
   std::vector<double> out, dinp, dweight, dbias;
 };
@@ -92,7 +86,7 @@ void check_shape(Path path, int n, int c, int oc) {
   const auto dout = random_floats(size_t(n) * oc, 33);
   const auto bias = random_floats(oc, 34);
   const auto dweight0 = random_floats(size_t(oc) * c, 35);
-  const Reference exact = reference(rounded(inp), rounded(weight), rounded(dout), bias, n, c, oc);
+  const Reference exact = reference(bf16_rounded(inp), bf16_rounded(weight), bf16_rounded(dout), bias, n, c, oc);
   const Reference plain = reference(inp, weight, dout, bias, n, c, oc);
   const Tolerance long_sum{1e-4, 1e-4};  // up to 300 terms of size ~1 summed in fp32
 
