@@ -6,6 +6,8 @@
 // forward saves each row's log-sum-exp of the scaled scores, from which the backward recomputes
 // them (the same state as the CUDA flash kernels keep).
 
+#include <cstdint>
+
 #include "kernels/cpu/isa.h"
 
 namespace sg::cpu::inline SG_CPU_ISA {
@@ -21,5 +23,12 @@ void attention_backward(float* dqkv,        // (B,T,3C) +=
                         const float* qkv,   // (B,T,3C)
                         const float* lse,   // (B,NH,T) from attention_forward
                         int B, int T, int C, int NH);
+
+// The same on bf16 storage (docs/bf16.md): qkv, out and dout bf16 (each head widened to fp32,
+// the fp32 kernels above, out rounded); lse and dqkv fp32.
+void attention_forward_bf16(uint16_t* out, float* lse, const uint16_t* qkv, int B, int T, int C,
+                            int NH);
+void attention_backward_bf16(float* dqkv, const uint16_t* dout, const uint16_t* qkv,
+                             const float* lse, int B, int T, int C, int NH);
 
 }  // namespace sg::cpu::SG_CPU_ISA

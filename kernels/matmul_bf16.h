@@ -8,24 +8,33 @@
 // any thread count. Where oneDNN has no bf16 matmul (a CPU without AVX-512) the same products
 // are emulated: the operands rounded to bf16 values held in fp32 and summed by the fp32 sgemm.
 // A product of two bf16 values is exact in fp32, so only the order of the fp32 sums differs.
+//
+// Activations (inp, out, dout, dinp) may also be stored in bf16 (docs/bf16.md): a bf16 operand
+// is used as it is, and a bf16 output is the fp32 result rounded, so an operand's storage never
+// changes the bits beyond that rounding. dbias is summed from dout as stored.
 #include <cstdint>
 #include <string>
 
+#include "tensor/act.h"
+
 namespace sg::cpu {
 
-void matmul_forward_bf16(float* out, const float* inp, const float* weight, const float* bias,
-                         int N, int C, int OC);
-void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const float* inp, const float* weight, int N, int C, int OC);
+void matmul_forward_bf16(Act out, ConstAct inp, const float* weight, const float* bias, int N,
+                         int C, int OC);
+void matmul_backward_bf16(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
+                          const float* weight, int N, int C, int OC);
 
 // out[i] = in[i] rounded to bf16 (sg::float_to_bf16's rounding), n elements, threaded.
 void round_to_bf16(uint16_t* out, const float* in, long n);
 
 // The emulation alone (what the functions above run where oneDNN has no bf16 matmul), for tests.
-void matmul_forward_bf16_emulated(float* out, const float* inp, const float* weight,
+void matmul_forward_bf16_emulated(Act out, ConstAct inp, const float* weight,
                                   const float* bias, int N, int C, int OC);
-void matmul_backward_bf16_emulated(float* dinp, float* dweight, float* dbias, const float* dout,
-                                   const float* inp, const float* weight, int N, int C, int OC);
+void matmul_backward_bf16_emulated(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                                   ConstAct inp, const float* weight, int N, int C, int OC);
+
+// n bf16 values to fp32 (exact), threaded.
+void widen_from_bf16(float* out, const uint16_t* in, long n);
 
 // The oneDNN implementation that runs the products on this CPU ("brg:avx512_core_amx_bf16",
 // ...), or "" where oneDNN has none (a CPU without AVX-512) and the products are emulated.

@@ -74,28 +74,29 @@ class GuardedBackend final : public Backend {
 
   // Under fp16 a GEMM multiplies fp16 copies of its inputs, as tensor cores do: an input beyond
   // fp16's range makes the products infinite (what dynamic loss scaling must catch).
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) override {
+  // Its activations are fp32 (activation_dtype's default): Act::f32 refuses anything else.
+  void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N, int C, int OC) override {
     const Unlocked open(*this);
     inner_.matmul_forward(out, inp, weight, bias, N, C, OC);
-    if (beyond_fp16(inp, size_t(N) * C) || beyond_fp16(weight, size_t(OC) * C)) poison(out, size_t(N) * OC);
+    if (beyond_fp16(inp.f32(), size_t(N) * C) || beyond_fp16(weight, size_t(OC) * C)) poison(out.f32(), size_t(N) * OC);
   }
 
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight, int N, int C, int OC) override {
+  void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp, const float* weight, int N, int C, int OC) override {
     const Unlocked open(*this);
     inner_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-    if (beyond_fp16(dout, size_t(N) * OC) || beyond_fp16(inp, size_t(N) * C) ||
+    if (beyond_fp16(dout.f32(), size_t(N) * OC) || beyond_fp16(inp.f32(), size_t(N) * C) ||
         beyond_fp16(weight, size_t(OC) * C)) {
-      if (dinp != nullptr) poison(dinp, size_t(N) * C);
+      if (dinp) poison(dinp.f32(), size_t(N) * C);
       poison(dweight, size_t(OC) * C);
     }
   }
 
-  void gelu_forward(float* out, const float* inp, long n) override {
+  void gelu_forward(Act out, ConstAct inp, long n) override {
     const Unlocked open(*this);
     inner_.gelu_forward(out, inp, n);
   }
 
-  void gelu_backward(float* dinp, const float* inp, const float* dout, long n) override {
+  void gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) override {
     const Unlocked open(*this);
     inner_.gelu_backward(dinp, inp, dout, n);
   }
@@ -140,12 +141,12 @@ class GuardedBackend final : public Backend {
     inner_.add_bias(out, bias, N, C);
   }
 
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, int N, int C) override {
+  void layernorm_forward(Act out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, int N, int C) override {
     const Unlocked open(*this);
     inner_.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
   }
 
-  void residual_layernorm_forward(float* residual, float* out, float* mean, float* rstd, const float* a, const float* b, const float* weight, const float* bias, int N, int C) override {
+  void residual_layernorm_forward(float* residual, Act out, float* mean, float* rstd, const float* a, const float* b, const float* weight, const float* bias, int N, int C) override {
     const Unlocked open(*this);
     inner_.residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
   }
@@ -159,12 +160,12 @@ class GuardedBackend final : public Backend {
     return inner_.attention_storage(B, T, NH);
   }
 
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override {
+  void attention_forward(Act out, float* att, ConstAct qkv, int B, int T, int C, int NH) override {
     const Unlocked open(*this);
     inner_.attention_forward(out, att, qkv, B, T, C, NH);
   }
 
-  void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* out, const float* att, int B, int T, int C, int NH) override {
+  void attention_backward(float* dqkv, float* scratch, ConstAct dout, ConstAct qkv, ConstAct out, const float* att, int B, int T, int C, int NH) override {
     const Unlocked open(*this);
     inner_.attention_backward(dqkv, scratch, dout, qkv, out, att, B, T, C, NH);
   }

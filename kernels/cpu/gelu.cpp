@@ -7,6 +7,7 @@
 // ~|2u| ulps of relative error in gelu.
 #include "kernels/gelu.h"
 
+#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/fast_exp.h"
 
 namespace sg::cpu::inline SG_CPU_ISA {
@@ -25,27 +26,41 @@ inline float exp_minus_2u(float x) {
   return detail::exp_vectorisable(t_hi, t_lo);
 }
 
-}  // namespace
-
-void gelu_forward(float* out, const float* inp, long n) {
+// T: float, or uint16_t for bf16 storage (loaded exactly, the fp32 result rounded).
+template <class T>
+void gelu_forward_as(T* out, const T* inp, long n) {
 #pragma omp parallel for simd schedule(static)
   for (long i = 0; i < n; ++i) {
-    const float x = inp[i];
-    out[i] = x / (1.0f + exp_minus_2u(x));
+    const float x = detail::load(inp + i);
+    detail::store(out + i, x / (1.0f + exp_minus_2u(x)));
   }
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+template <class T>
+void gelu_backward_as(T* dinp, const T* inp, const T* dout, long n) {
   // d/dx [x s(2u)] = s + x * 2 s (1 - s) du/dx, with 1 - s = e s where e = exp(-2u).
 #pragma omp parallel for simd schedule(static)
   for (long i = 0; i < n; ++i) {
-    const float x = inp[i];
+    const float x = detail::load(inp + i);
     const float e = exp_minus_2u(x);
     const float s = 1.0f / (1.0f + e);
     const float du_dx = static_cast<float>(kSqrt2OverPi) * (1.0f + 3.0f * kCubicFloat * x * x);
     const float grad = s + 2.0f * x * s * (e * s) * du_dx;
-    dinp[i] = grad * dout[i];
+    detail::store(dinp + i, grad * detail::load(dout + i));
   }
+}
+
+}  // namespace
+
+void gelu_forward(float* out, const float* inp, long n) { gelu_forward_as(out, inp, n); }
+void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+  gelu_backward_as(dinp, inp, dout, n);
+}
+void gelu_forward_bf16(uint16_t* out, const uint16_t* inp, long n) {
+  gelu_forward_as(out, inp, n);
+}
+void gelu_backward_bf16(uint16_t* dinp, const uint16_t* inp, const uint16_t* dout, long n) {
+  gelu_backward_as(dinp, inp, dout, n);
 }
 
 }  // namespace sg::cpu::SG_CPU_ISA

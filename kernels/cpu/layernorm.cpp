@@ -9,12 +9,16 @@
 
 #include <omp.h>
 
+#include "kernels/cpu/bf16.h"
+
 namespace sg::cpu::inline SG_CPU_ISA {
 
 namespace {
 
-// One row: y = (x - mean) * rstd * weight + bias, returning mean and rstd.
-inline void layernorm_row(float* y, float* mean, float* rstd, const float* x, const float* weight,
+// One row: y = (x - mean) * rstd * weight + bias, returning mean and rstd. Out is float, or
+// uint16_t for bf16 storage (the fp32 result rounded).
+template <class Out>
+inline void layernorm_row(Out* y, float* mean, float* rstd, const float* x, const float* weight,
                           const float* bias, int C) {
   constexpr float eps = 1e-5f;
   // Two passes (mean, then centred squares), accumulated in double: a row whose mean is large
@@ -36,15 +40,14 @@ inline void layernorm_row(float* y, float* mean, float* rstd, const float* x, co
   }
   const float s = static_cast<float>(1.0 / std::sqrt(sum_sq / C + eps));
 #pragma omp simd
-  for (int c = 0; c < C; ++c) y[c] = ((x[c] - m) - m_low) * s * weight[c] + bias[c];
+  for (int c = 0; c < C; ++c) detail::store(y + c, ((x[c] - m) - m_low) * s * weight[c] + bias[c]);
   *mean = m;
   *rstd = s;
 }
 
-}  // namespace
-
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                       const float* weight, const float* bias, int N, int C) {
+template <class Out>
+void layernorm_forward_as(Out* out, float* mean, float* rstd, const float* inp,
+                          const float* weight, const float* bias, int N, int C) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const long row = static_cast<long>(n) * C;
@@ -52,9 +55,10 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
   }
 }
 
-void residual_layernorm_forward(float* residual, float* out, float* mean, float* rstd,
-                                const float* a, const float* b, const float* weight,
-                                const float* bias, int N, int C) {
+template <class Out>
+void residual_layernorm_forward_as(float* residual, Out* out, float* mean, float* rstd,
+                                   const float* a, const float* b, const float* weight,
+                                   const float* bias, int N, int C) {
   // Each row's sum is written and normalised while it is in L1: one pass over the residual
   // stream instead of two. The sum is rounded to float before the norm reads it, as the two
   // ops' would be, so the bits are theirs.
@@ -66,6 +70,27 @@ void residual_layernorm_forward(float* residual, float* out, float* mean, float*
     for (int c = 0; c < C; ++c) r[c] = a[row + c] + b[row + c];
     layernorm_row(out + row, mean + n, rstd + n, r, weight, bias, C);
   }
+}
+
+}  // namespace
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                       const float* weight, const float* bias, int N, int C) {
+  layernorm_forward_as(out, mean, rstd, inp, weight, bias, N, C);
+}
+void layernorm_forward_bf16(uint16_t* out, float* mean, float* rstd, const float* inp,
+                            const float* weight, const float* bias, int N, int C) {
+  layernorm_forward_as(out, mean, rstd, inp, weight, bias, N, C);
+}
+void residual_layernorm_forward(float* residual, float* out, float* mean, float* rstd,
+                                const float* a, const float* b, const float* weight,
+                                const float* bias, int N, int C) {
+  residual_layernorm_forward_as(residual, out, mean, rstd, a, b, weight, bias, N, C);
+}
+void residual_layernorm_forward_bf16(float* residual, uint16_t* out, float* mean, float* rstd,
+                                     const float* a, const float* b, const float* weight,
+                                     const float* bias, int N, int C) {
+  residual_layernorm_forward_as(residual, out, mean, rstd, a, b, weight, bias, N, C);
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,

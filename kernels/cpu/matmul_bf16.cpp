@@ -1,12 +1,11 @@
 // Linear layer with bf16 products through oneDNN's bf16 matmul. See kernels/matmul_bf16.h.
 //
-// Each call rounds its fp32 operands into bf16 copies (per use: weights are stored fp32), then
-// runs every product as fixed bands of output rows, one single-threaded oneDNN call each: as
-// kernels/cpu/matmul.cpp does for oneDNN's sgemm, the bands are fixed by the shape, so no
-// product's bits depend on the thread count. Every operand of a band is a dense matrix, which is
-// what oneDNN's AMX kernels (brg:avx512_core_amx_bf16) take; a strided one sends it to a slower
-// jit gemm. The weight gradient's dout^T is therefore made as a transposed bf16 copy, not read
-// with strides.
+// Each call rounds its fp32 operands into bf16 copies (weights are stored fp32; activations
+// stored in bf16 are used as they are), then runs every product as fixed bands of output rows,
+// one single-threaded oneDNN call each: as kernels/cpu/matmul.cpp does for oneDNN's sgemm, the
+// bands are fixed by the shape, so no product's bits depend on the thread count. oneDNN's AMX
+// kernels (brg:avx512_core_amx_bf16) want dense operands; the weight gradient's dout^T is the one
+// read with strides (banded_product says why).
 #include "kernels/matmul_bf16.h"
 
 #include <omp.h>
@@ -17,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/dnnl_context.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/matmul.h"
@@ -125,8 +125,17 @@ struct BOperand {
 // transa 'T' stored (K,M) row-major: oneDNN reads it with strides (its gemm kernel rather than
 // the AMX brgemm, which wants dense rows, yet faster than a transposed copy of a head-sized
 // gradient: 57 against 41 + 54 ms at 50304 x 384 x 1024, docs/performance.md).
+//
+// C is fp32 (C32), or bf16 (C16): then each band is computed into an fp32 buffer of the thread
+// (which starts as bias_row in every row where bias_row is given, for accumulate) and rounded.
+struct COperand {
+  float* C32 = nullptr;
+  uint16_t* C16 = nullptr;
+  const float* bias_row = nullptr;  // C16 only
+};
+
 void banded_product(long M, long N, long K, const uint16_t* A, char transa, const BOperand& B,
-                    float* C, bool accumulate) {
+                    const COperand& C, bool accumulate) {
   if (M == 0 || N == 0) return;
   const long bands = (M + kRowBand - 1) / kRowBand;
   const long last_rows = M - (bands - 1) * kRowBand;
@@ -146,20 +155,34 @@ void banded_product(long M, long N, long K, const uint16_t* A, char transa, cons
   for (long band = 0; band < bands; ++band) {
     thread_local dnnl::stream stream(dnnl_detail::engine());
     thread_local std::vector<char> scratch;
+    thread_local std::vector<float> c_band;
     const bool is_last = band == bands - 1;
     Bf16Product& p = is_last ? last : full;
     const long r0 = band * kRowBand;
+    const long rows = is_last ? last_rows : std::min(M, kRowBand);
     try {
       if (scratch.size() < p.scratch.get_size()) scratch.resize(p.scratch.get_size());
+      float* c32 = C.C32 + r0 * N;
+      if (C.C16 != nullptr) {
+        if (c_band.size() < static_cast<size_t>(rows * N)) c_band.resize(static_cast<size_t>(rows * N));
+        c32 = c_band.data();
+        if (C.bias_row != nullptr) {
+          for (long r = 0; r < rows; ++r) std::copy(C.bias_row, C.bias_row + N, c32 + r * N);
+        }
+      }
       const auto& e = dnnl_detail::engine();
       memory a(p.a, e, const_cast<uint16_t*>(A + (lda_t == 0 ? r0 * K : r0))),
-          b(p.b, e, const_cast<uint16_t*>(is_last ? b_last : b_full)), c(p.c, e, C + r0 * N),
+          b(p.b, e, const_cast<uint16_t*>(is_last ? b_last : b_full)), c(p.c, e, c32),
           s(p.scratch, e, scratch.data());
       p.primitive.execute(stream, {{DNNL_ARG_SRC, a},
                                    {DNNL_ARG_WEIGHTS, b},
                                    {DNNL_ARG_DST, c},
                                    {DNNL_ARG_SCRATCHPAD, s}});
       stream.wait();
+      if (C.C16 != nullptr) {
+        uint16_t* out = C.C16 + r0 * N;
+        for (long i = 0; i < rows * N; ++i) out[i] = detail::to_bf16(c32[i]);
+      }
     } catch (const dnnl::error& e) {
       failed = std::max(failed, e.status == dnnl_success ? 1 : static_cast<int>(e.status));
     } catch (...) {  // the scratch's allocation
@@ -177,14 +200,6 @@ float* area(std::vector<float>& v, long n) {
   return v.data();
 }
 std::vector<float> g_inp_f, g_weight_f, g_dout_f;
-
-inline uint16_t to_bf16(float f) {  // sg::float_to_bf16 without the branch, so it vectorises
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-  const uint32_t quiet_nan = (bits >> 16) | 0x40u;
-  return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
-}
 
 // n floats to bf16 through oneDNN's reorder (round to nearest even; its jit code runs the
 // CPU's widest vectors, where this file is compiled for the baseline), on all threads.
@@ -214,7 +229,7 @@ const float* rounded(std::vector<float>& v, const float* in, long n) {
   float* out = area(v, n);
 #pragma omp parallel for simd schedule(static) if (n > (1 << 15))
   for (long i = 0; i < n; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(to_bf16(in[i])) << 16;
+    const uint32_t bits = static_cast<uint32_t>(detail::to_bf16(in[i])) << 16;
     std::memcpy(out + i, &bits, sizeof bits);
   }
   return out;
@@ -230,61 +245,121 @@ bool native() {
 void round_to_bf16(uint16_t* out, const float* in, long n) {
   if (n > 0 && native()) return reorder_to_bf16(out, in, n);
 #pragma omp parallel for simd schedule(static) if (n > (1 << 15))
-  for (long i = 0; i < n; ++i) out[i] = to_bf16(in[i]);
+  for (long i = 0; i < n; ++i) out[i] = detail::to_bf16(in[i]);
 }
 
-void matmul_forward_bf16_emulated(float* out, const float* inp, const float* weight,
-                                  const float* bias, int N, int C, int OC) {
-  const long n = N, c = C, oc = OC;
-  kernels().matmul_forward(out, rounded(g_inp_f, inp, n * c), rounded(g_weight_f, weight, oc * c),
-                           bias, N, C, OC);
+void widen_from_bf16(float* out, const uint16_t* in, long n) {
+#pragma omp parallel for simd schedule(static) if (n > (1 << 15))
+  for (long i = 0; i < n; ++i) out[i] = detail::from_bf16(in[i]);
 }
 
-void matmul_backward_bf16_emulated(float* dinp, float* dweight, float* dbias, const float* dout,
-                                   const float* inp, const float* weight, int N, int C, int OC) {
+namespace {
+
+// An activation operand as fp32 values: itself, or its bf16 values widened into v.
+const float* as_f32(std::vector<float>& v, ConstAct x, long n) {
+  if (!x.bf16()) return x.f32();
+  float* out = area(v, n);
+  widen_from_bf16(out, x.b16(), n);
+  return out;
+}
+// An activation operand rounded to bf16 values held in fp32 (the emulation's operands).
+const float* rounded(std::vector<float>& v, ConstAct x, long n) {
+  return x.bf16() ? as_f32(v, x, n) : rounded(v, x.f32(), n);
+}
+// An activation operand as bf16: itself, or rounded into v.
+const uint16_t* as_bf16(std::vector<uint16_t>& v, ConstAct x, long n) {
+  if (x.bf16()) return x.b16();
+  uint16_t* out = area(v, n);
+  round_to_bf16(out, x.f32(), n);
+  return out;
+}
+// Where an fp32 result is written: out itself, or an area then rounded into out (finish()).
+struct Result {
+  Act out;
+  long n;
+  std::vector<float>& area_;
+  float* f32() { return out.bf16() ? area(area_, n) : out.f32(); }
+  void finish() {
+    if (out.bf16()) round_to_bf16(out.b16(), area_.data(), n);
+  }
+};
+std::vector<float> g_out_f;
+
+}  // namespace
+
+void matmul_forward_bf16_emulated(Act out, ConstAct inp, const float* weight, const float* bias,
+                                  int N, int C, int OC) {
   const long n = N, c = C, oc = OC;
-  kernels().matmul_backward(dinp, dweight, nullptr, rounded(g_dout_f, dout, n * oc),
+  Result r{out, n * oc, g_out_f};
+  kernels().matmul_forward(r.f32(), rounded(g_inp_f, inp, n * c),
+                           rounded(g_weight_f, weight, oc * c), bias, N, C, OC);
+  r.finish();
+}
+
+void matmul_backward_bf16_emulated(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                                   ConstAct inp, const float* weight, int N, int C, int OC) {
+  const long n = N, c = C, oc = OC;
+  Result r{dinp, n * c, g_out_f};
+  const float* dout_r = rounded(g_dout_f, dout, n * oc);
+  kernels().matmul_backward(dinp ? r.f32() : nullptr, dweight, nullptr, dout_r,
                             rounded(g_inp_f, inp, n * c), rounded(g_weight_f, weight, oc * c), N,
                             C, OC);
-  if (dbias != nullptr) kernels().matmul_bias_backward(dbias, dout, N, OC);  // unrounded, as native
+  if (dinp) r.finish();
+  // dbias from dout as stored (unrounded when fp32), as the native path
+  if (dbias != nullptr) kernels().matmul_bias_backward(dbias, as_f32(g_dout_f, dout, n * oc), N, OC);
 }
 
 // Which operands are rounded (into a dense bf16 copy) and which packed from fp32 by the product
 // is what measured fastest at GPT-2's shapes (docs/performance.md): the forward's weight rounded
 // (packing it cost 1.2x at the head), the input gradient's weight packed, the weight gradient
 // reading dout's bf16 copy transposed in place and its input rounded.
-void matmul_forward_bf16(float* out, const float* inp, const float* weight, const float* bias,
-                         int N, int C, int OC) {
+void matmul_forward_bf16(Act out, ConstAct inp, const float* weight, const float* bias, int N,
+                         int C, int OC) {
   if (!native()) return matmul_forward_bf16_emulated(out, inp, weight, bias, N, C, OC);
   const long n = N, c = C, oc = OC;
-  uint16_t* inp16 = area(g_inp, n * c);
+  const uint16_t* inp16 = as_bf16(g_inp, inp, n * c);
   uint16_t* weight16 = area(g_weight, oc * c);
-  round_to_bf16(inp16, inp, n * c);
   round_to_bf16(weight16, weight, oc * c);
-  if (bias != nullptr) {  // out starts as the broadcast bias and the product adds to it
+  COperand result;
+  if (out.bf16()) {
+    result.C16 = out.b16();
+    result.bias_row = bias;
+  } else {
+    result.C32 = out.f32();
+    if (bias != nullptr) {  // out starts as the broadcast bias and the product adds to it
+      float* o = result.C32;
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; ++i) std::copy(bias, bias + oc, out + i * oc);
+      for (long i = 0; i < n; ++i) std::copy(bias, bias + oc, o + i * oc);
+    }
   }
   // out (N,OC) = inp (N,C) @ weight^T: weight stored (OC,C) is the (C,OC) operand transposed.
-  banded_product(n, oc, c, inp16, 'N', BOperand{weight16, nullptr, 'T'}, out, bias != nullptr);
+  banded_product(n, oc, c, inp16, 'N', BOperand{weight16, nullptr, 'T'}, result, bias != nullptr);
 }
 
-void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const float* inp, const float* weight, int N, int C, int OC) {
+void matmul_backward_bf16(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
+                          const float* weight, int N, int C, int OC) {
   if (!native()) {
     return matmul_backward_bf16_emulated(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
   const long n = N, c = C, oc = OC;
-  uint16_t* dout16 = area(g_dout, n * oc);
-  round_to_bf16(dout16, dout, n * oc);
-  if (dinp != nullptr) {  // dinp (N,C) = dout (N,OC) @ weight (OC,C), the weight packed
-    banded_product(n, c, oc, dout16, 'N', BOperand{nullptr, weight, 'N'}, dinp, false);
+  // The weight gradient reads dout16 transposed while the input gradient's area may be reused:
+  // dout's copy lives in its own area (g_dout).
+  const uint16_t* dout16 = as_bf16(g_dout, dout, n * oc);
+  if (dinp) {  // dinp (N,C) = dout (N,OC) @ weight (OC,C), the weight packed
+    COperand result;
+    if (dinp.bf16()) {
+      result.C16 = dinp.b16();
+    } else {
+      result.C32 = dinp.f32();
+    }
+    banded_product(n, c, oc, dout16, 'N', BOperand{nullptr, weight, 'N'}, result, false);
   }
   // dweight (OC,C) += dout^T (OC,N) @ inp (N,C): dout16 read as the transposed operand
-  uint16_t* inp16 = area(g_inp, n * c);
-  round_to_bf16(inp16, inp, n * c);
-  banded_product(oc, c, n, dout16, 'T', BOperand{inp16, nullptr, 'N'}, dweight, true);
-  if (dbias != nullptr) kernels().matmul_bias_backward(dbias, dout, N, OC);
+  const uint16_t* inp16 = as_bf16(g_inp, inp, n * c);
+  COperand dw;
+  dw.C32 = dweight;
+  banded_product(oc, c, n, dout16, 'T', BOperand{inp16, nullptr, 'N'}, dw, true);
+  if (dbias != nullptr) kernels().matmul_bias_backward(dbias, as_f32(g_dout_f, dout, n * oc), N, OC);
 }
 
 std::string bf16_matmul_implementation() {

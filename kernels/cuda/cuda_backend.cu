@@ -268,23 +268,24 @@ cuda::OpTimer::Scope CudaBackend::begin_op(const char* name) {
 
 // --- linear algebra and elementwise -----------------------------------------------------------
 
-void CudaBackend::matmul_forward(float* out, const float* inp, const float* weight,
-                                 const float* bias, int N, int C, int OC) {
+void CudaBackend::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
+                                 int N, int C, int OC) {
   const auto timed = begin_op("matmul_forward");
-  gemm_->forward(out, inp, weight, bias, N, C, OC);
+  gemm_->forward(out.f32(), inp.f32(), weight, bias, N, C, OC);
 }
-void CudaBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                  const float* inp, const float* weight, int N, int C, int OC) {
+void CudaBackend::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                                  ConstAct inp, const float* weight, int N, int C, int OC) {
   const auto timed = begin_op("matmul_backward");
-  gemm_->backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  gemm_->backward(dinp ? dinp.f32() : nullptr, dweight, dbias, dout.f32(), inp.f32(), weight, N,
+                  C, OC);
 }
-void CudaBackend::gelu_forward(float* out, const float* inp, long n) {
+void CudaBackend::gelu_forward(Act out, ConstAct inp, long n) {
   const auto timed = begin_op("gelu_forward");
-  cuda::gelu_forward(out, inp, n, compute_);
+  cuda::gelu_forward(out.f32(), inp.f32(), n, compute_);
 }
-void CudaBackend::gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+void CudaBackend::gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) {
   const auto timed = begin_op("gelu_backward");
-  cuda::gelu_backward(dinp, inp, dout, n, compute_);
+  cuda::gelu_backward(dinp.f32(), inp.f32(), dout.f32(), n, compute_);
 }
 void CudaBackend::relu_forward(float* out, const float* inp, long n) {
   const auto timed = begin_op("relu_forward");
@@ -320,11 +321,11 @@ void CudaBackend::add_bias(float* out, const float* bias, long N, long C) {
 
 // --- transformer ------------------------------------------------------------------------------
 
-void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+void CudaBackend::layernorm_forward(Act out, float* mean, float* rstd, const float* inp,
                                     const float* weight, const float* bias, int N, int C) {
   if (N <= 0) return;
   const auto timed = begin_op("layernorm_forward");
-  cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, compute_);
+  cuda::layernorm_forward(out.f32(), mean, rstd, inp, weight, bias, N, C, compute_);
 }
 void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                      const float* inp, const float* weight, const float* mean,
@@ -339,17 +340,17 @@ void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, 
 AttentionStorage CudaBackend::attention_storage(int B, int T, int NH) const {
   return attention_storage_for("cuda", B, T, NH);
 }
-void CudaBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+void CudaBackend::attention_forward(Act out, float* att, ConstAct qkv, int B, int T, int C,
                                     int NH) {
   const auto timed = begin_op("attention_forward");
-  attention_->forward(out, att, qkv, B, T, C, NH);  // att: the log-sum-exp
+  attention_->forward(out.f32(), att, qkv.f32(), B, T, C, NH);  // att: the log-sum-exp
 }
-void CudaBackend::attention_backward(float* dqkv, float* scratch, const float* dout,
-                                     const float* qkv, const float* out, const float* att, int B,
-                                     int T, int C, int NH) {
+void CudaBackend::attention_backward(float* dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                                     ConstAct out, const float* att, int B, int T, int C,
+                                     int NH) {
   const auto timed = begin_op("attention_backward");
   // scratch: our kernels' row deltas (sum of dout * out per head), B * NH * T floats.
-  attention_->backward(dqkv, scratch, dout, qkv, out, att, B, T, C, NH);
+  attention_->backward(dqkv, scratch, dout.f32(), qkv.f32(), out.f32(), att, B, T, C, NH);
 }
 void CudaBackend::encoder_forward(float* out, const int32_t* inp, const float* wte,
                                   const float* wpe, int B, int T, int C) {

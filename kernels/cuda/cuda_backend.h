@@ -67,12 +67,13 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   size_t device_memory_peak() override;
 
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+  // Activations are fp32 here (activation_dtype's default): Act::f32 refuses a 16-bit one.
+  void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
                       int C, int OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, int N, int C, int OC) override;
-  void gelu_forward(float* out, const float* inp, long n) override;
-  void gelu_backward(float* dinp, const float* inp, const float* dout, long n) override;
+  void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
+                       const float* weight, int N, int C, int OC) override;
+  void gelu_forward(Act out, ConstAct inp, long n) override;
+  void gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) override;
   void relu_forward(float* out, const float* inp, long n) override;
   void relu_backward(float* dinp, const float* out, const float* dout, long n) override;
   void residual_forward(float* out, const float* a, const float* b, long n) override;
@@ -81,16 +82,16 @@ class CudaBackend final : public Backend {
   void add_bias(float* out, const float* bias, long N, long C) override;
   void scale(float* x, float factor, long n) override;
 
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+  void layernorm_forward(Act out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int N, int C) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, const float* mean,
                           const float* rstd, int N, int C) override;
   AttentionStorage attention_storage(int B, int T, int NH) const override;
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+  void attention_forward(Act out, float* att, ConstAct qkv, int B, int T, int C,
                          int NH) override;
-  void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                          const float* out, const float* att, int B, int T, int C,
+  void attention_backward(float* dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                          ConstAct out, const float* att, int B, int T, int C,
                           int NH) override;
   void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B,
                        int T, int C) override;

@@ -1,5 +1,5 @@
-// What each backend's attention keeps (backend.h). Its own file: the CUDA module and `plan`
-// need it without the CPU backend.
+// What each backend's attention keeps and the type it stores activations in (backend.h). Its
+// own file: the CUDA module and `plan` need them without the CPU backend.
 #include "backend/backend.h"
 
 namespace sg {
@@ -9,6 +9,12 @@ AttentionStorage attention_storage_for(const std::string& backend, int B, int T,
   const size_t rows = heads * static_cast<size_t>(T);
   if (backend == "cuda") return {rows, rows};  // flash kernels: the log-sum-exp, the row deltas
   return {rows, 0};  // the CPU's blocked kernel: the log-sum-exp (band buffers are per thread)
+}
+
+// The CPU backend stores bf16 activations under bf16 (docs/bf16.md); the CUDA backend's kernels
+// take fp32 tensors only so far.
+DType activation_dtype_for(const std::string& backend, const std::string& precision) {
+  return backend == "cpu" && precision == "bf16" ? DType::BF16 : DType::F32;
 }
 
 }  // namespace sg

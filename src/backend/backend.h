@@ -17,6 +17,7 @@
 #include "kernels/conv2d.h"
 #include "kernels/pool.h"
 #include "kernels/update_range.h"
+#include "tensor/act.h"
 #include "tensor/tensor.h"
 
 namespace sg {
@@ -27,6 +28,8 @@ struct AttentionStorage {
 };
 // What a backend of this name ("cpu", "cuda") needs, for `plan` (no backend is built there).
 AttentionStorage attention_storage_for(const std::string& backend, int B, int T, int NH);
+// activation_dtype() of that backend under train.precision `precision`, for `plan`.
+DType activation_dtype_for(const std::string& backend, const std::string& precision);
 
 class Backend {
  public:
@@ -57,19 +60,24 @@ class Backend {
 
   // --- precision ------------------------------------------------------------------------
   // train.precision: "fp32" (every product in fp32), or "bf16" / "fp16": matrix products and
-  // convolutions multiply in that type on tensor cores, accumulating in fp32 (activations,
-  // weights and gradients stay fp32 in memory). RunError where the backend cannot.
+  // convolutions multiply in that type on tensor cores, accumulating in fp32. RunError where the
+  // backend cannot.
   virtual void set_precision(const std::string& precision) = 0;
+  // The type a model stores its activations in under the precision set (docs/bf16.md): BF16
+  // where this backend's ops take 16-bit activations for it, else F32 (weights, gradients and
+  // optimizer state are fp32 either way).
+  virtual DType activation_dtype() const { return DType::F32; }
 
   // --- linear algebra and elementwise (kernels/matmul.h, gelu.h, residual.h) --------------
   // The backward ops write the activation's gradient (matmul_backward's dinp, gelu_backward's
   // dinp) and add to the parameters' (dweight, dbias), as the kernels' headers say.
-  virtual void matmul_forward(float* out, const float* inp, const float* weight,
-                              const float* bias, int N, int C, int OC) = 0;
-  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                               const float* inp, const float* weight, int N, int C, int OC) = 0;
-  virtual void gelu_forward(float* out, const float* inp, long n) = 0;
-  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, long n) = 0;
+  // Activations (Act, ConstAct) may be stored in 16 bits where activation_dtype() says so.
+  virtual void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
+                              int N, int C, int OC) = 0;
+  virtual void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                               ConstAct inp, const float* weight, int N, int C, int OC) = 0;
+  virtual void gelu_forward(Act out, ConstAct inp, long n) = 0;
+  virtual void gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) = 0;
   virtual void relu_forward(float* out, const float* inp, long n) = 0;
   virtual void relu_backward(float* dinp, const float* out, const float* dout, long n) = 0;
   virtual void residual_forward(float* out, const float* a, const float* b, long n) = 0;
@@ -86,11 +94,11 @@ class Backend {
   virtual void scale(float* x, float factor, long n) = 0;                     // x *= factor
 
   // --- transformer (kernels/layernorm.h, attention.h, encoder.h, crossentropy.h) ---------
-  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+  virtual void layernorm_forward(Act out, float* mean, float* rstd, const float* inp,
                                  const float* weight, const float* bias, int N, int C) = 0;
   // residual = a + b, then out = layernorm(residual) (with mean and rstd): bit for bit the two
   // ops here, which a backend without the fused kernel runs.
-  virtual void residual_layernorm_forward(float* residual, float* out, float* mean, float* rstd,
+  virtual void residual_layernorm_forward(float* residual, Act out, float* mean, float* rstd,
                                           const float* a, const float* b, const float* weight,
                                           const float* bias, int N, int C) {
     residual_forward(residual, a, b, static_cast<long>(N) * C);
@@ -104,11 +112,11 @@ class Backend {
   // attention_storage().scratch floats (none on the CPU); out: the forward's output (the CUDA
   // kernels take the backward's row deltas from it).
   virtual AttentionStorage attention_storage(int B, int T, int NH) const = 0;
-  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+  virtual void attention_forward(Act out, float* att, ConstAct qkv, int B, int T, int C,
                                  int NH) = 0;
-  virtual void attention_backward(float* dqkv, float* scratch, const float* dout,
-                                  const float* qkv, const float* out, const float* att, int B,
-                                  int T, int C, int NH) = 0;
+  virtual void attention_backward(float* dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                                  ConstAct out, const float* att, int B, int T, int C,
+                                  int NH) = 0;
   virtual void encoder_forward(float* out, const int32_t* inp, const float* wte,
                                const float* wpe, int B, int T, int C) = 0;
   virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp,

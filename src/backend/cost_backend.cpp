@@ -90,18 +90,18 @@ void CostBackend::fill(const TensorView& t, double /*value*/) {
 // --- linear algebra and elementwise --------------------------------------------------------------
 
 // cuBLASLt: out = inp @ W^T with the bias in the epilogue (cublaslt_gemm.h).
-void CostBackend::matmul_forward(float*, const float*, const float*, const float* bias, int N,
+void CostBackend::matmul_forward(Act, ConstAct, const float*, const float* bias, int N,
                                  int C, int OC) {
   const double bytes = F * (d(N) * C + d(OC) * C + d(N) * OC + (bias ? OC : 0));
   count("matmul_forward", bytes, 1, CostKind::Matrix, 2.0 * N * C * OC);
 }
 // dinp = dout @ W; dweight += dout^T @ inp (beta 1: read and written); dbias: our column sums
 // (matmul.cuh), partials then their sum.
-void CostBackend::matmul_backward(float* dinp, float*, float* dbias, const float*, const float*,
+void CostBackend::matmul_backward(Act dinp, float*, float* dbias, ConstAct, ConstAct,
                                   const float*, int N, int C, int OC) {
   double bytes = F * (d(N) * OC + d(N) * C + 2.0 * OC * C);
   double flops = 2.0 * N * C * OC, launches = 1;
-  if (dinp != nullptr) {
+  if (dinp) {
     bytes += F * (d(N) * OC + d(OC) * C + d(N) * C);
     flops += 2.0 * N * C * OC;
     launches += 1;
@@ -109,8 +109,8 @@ void CostBackend::matmul_backward(float* dinp, float*, float* dbias, const float
   count("matmul_backward", bytes, launches, CostKind::Matrix, flops);
   if (dbias != nullptr) count("matmul_backward: bias sums", F * (d(N) * OC + 2.0 * OC), 2);
 }
-void CostBackend::gelu_forward(float*, const float*, long n) { count("gelu_forward", 2 * F * d(n)); }
-void CostBackend::gelu_backward(float*, const float*, const float*, long n) {
+void CostBackend::gelu_forward(Act, ConstAct, long n) { count("gelu_forward", 2 * F * d(n)); }
+void CostBackend::gelu_backward(Act, ConstAct, ConstAct, long n) {
   count("gelu_backward", 3 * F * d(n));
 }
 void CostBackend::relu_forward(float*, const float*, long n) { count("relu_forward", 2 * F * d(n)); }
@@ -131,7 +131,7 @@ void CostBackend::scale(float*, float, long n) { count("scale", 2 * F * d(n)); }
 
 // --- transformer ---------------------------------------------------------------------------------
 
-void CostBackend::layernorm_forward(float*, float*, float*, const float*, const float*,
+void CostBackend::layernorm_forward(Act, float*, float*, const float*, const float*,
                                     const float*, int N, int C) {
   count("layernorm_forward", F * (2.0 * N * C + 2.0 * C + 2.0 * N));
 }
@@ -146,7 +146,7 @@ AttentionStorage CostBackend::attention_storage(int B, int T, int NH) const {
 }
 // fp32: our flash kernel reads qkv, writes out and the log-sum-exp. bf16/fp16: qkv cast to a
 // 16-bit copy, cuDNN's SDPA on it (16-bit out), out cast back (attention_op.cu).
-void CostBackend::attention_forward(float*, float*, const float*, int B, int T, int C, int NH) {
+void CostBackend::attention_forward(Act, float*, ConstAct, int B, int T, int C, int NH) {
   const double n = d(B) * T * C, lse = F * B * NH * T;
   const double flops = attention_forward_flops(B, T, C);
   if (sdpa(C / NH)) {
@@ -159,8 +159,8 @@ void CostBackend::attention_forward(float*, float*, const float*, int B, int T, 
 // The backward recomputes the scores: 5 products to the forward's 2. fp32: the row deltas
 // (dout . out), then dq and dk, dv (+=). bf16/fp16: qkv, out and dout cast to 16 bits, SDPA's
 // backward, its 16-bit dq, dk, dv added into dqkv.
-void CostBackend::attention_backward(float*, float*, const float*, const float*, const float*,
-                                     const float*, int B, int T, int C, int NH) {
+void CostBackend::attention_backward(float*, float*, ConstAct, ConstAct, ConstAct, const float*,
+                                     int B, int T, int C, int NH) {
   const double n = d(B) * T * C, lse = F * B * NH * T;
   const double flops = 2.5 * attention_forward_flops(B, T, C);
   if (sdpa(C / NH)) {

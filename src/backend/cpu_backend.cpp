@@ -77,27 +77,32 @@ class CpuBackend final : public Backend {
   }
   void synchronize() override {}
 
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
-                      int C, int OC) override {
+  // Activations stored in bf16 (Act, docs/bf16.md) go to the bf16 kernels; an fp32 kernel
+  // given a bf16 activation refuses it (Act::f32).
+  void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N, int C,
+                      int OC) override {
     const ScopedOpTimer timer("matmul_forward");
     if (bf16_products_) return cpu::matmul_forward_bf16(out, inp, weight, bias, N, C, OC);
-    kernels_.matmul_forward(out, inp, weight, bias, N, C, OC);
+    kernels_.matmul_forward(out.f32(), inp.f32(), weight, bias, N, C, OC);
   }
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, int N, int C, int OC) override {
+  void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
+                       const float* weight, int N, int C, int OC) override {
     const ScopedOpTimer timer("matmul_backward");
     if (bf16_products_) {
       return cpu::matmul_backward_bf16(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
     }
-    kernels_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    kernels_.matmul_backward(dinp ? dinp.f32() : nullptr, dweight, dbias, dout.f32(), inp.f32(),
+                             weight, N, C, OC);
   }
-  void gelu_forward(float* out, const float* inp, long n) override {
+  void gelu_forward(Act out, ConstAct inp, long n) override {
     const ScopedOpTimer timer("gelu_forward");
-    kernels_.gelu_forward(out, inp, n);
+    if (out.bf16()) return kernels_.gelu_forward_bf16(out.b16(), inp.b16(), n);
+    kernels_.gelu_forward(out.f32(), inp.f32(), n);
   }
-  void gelu_backward(float* dinp, const float* inp, const float* dout, long n) override {
+  void gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) override {
     const ScopedOpTimer timer("gelu_backward");
-    kernels_.gelu_backward(dinp, inp, dout, n);
+    if (dinp.bf16()) return kernels_.gelu_backward_bf16(dinp.b16(), inp.b16(), dout.b16(), n);
+    kernels_.gelu_backward(dinp.f32(), inp.f32(), dout.f32(), n);
   }
   void relu_forward(float* out, const float* inp, long n) override {
     const ScopedOpTimer timer("relu_forward");
@@ -132,16 +137,23 @@ class CpuBackend final : public Backend {
     kernels_.add_bias(out, bias, N, C);
   }
 
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+  void layernorm_forward(Act out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int N, int C) override {
     const ScopedOpTimer timer("layernorm_forward");
-    kernels_.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+    if (out.bf16()) {
+      return kernels_.layernorm_forward_bf16(out.b16(), mean, rstd, inp, weight, bias, N, C);
+    }
+    kernels_.layernorm_forward(out.f32(), mean, rstd, inp, weight, bias, N, C);
   }
-  void residual_layernorm_forward(float* residual, float* out, float* mean, float* rstd,
+  void residual_layernorm_forward(float* residual, Act out, float* mean, float* rstd,
                                   const float* a, const float* b, const float* weight,
                                   const float* bias, int N, int C) override {
     const ScopedOpTimer timer("residual_layernorm_forward");
-    kernels_.residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
+    if (out.bf16()) {
+      return kernels_.residual_layernorm_forward_bf16(residual, out.b16(), mean, rstd, a, b,
+                                                      weight, bias, N, C);
+    }
+    kernels_.residual_layernorm_forward(residual, out.f32(), mean, rstd, a, b, weight, bias, N, C);
   }
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, const float* mean,
@@ -151,8 +163,9 @@ class CpuBackend final : public Backend {
   }
   size_t device_memory_peak() override { return 0; }
   // bf16: the linear layers' products on bf16 operands (kernels/matmul_bf16.h), the
-  // convolutions on oneDNN's bf16 kernels (kernels/conv2d.h); attention and everything else stay
-  // fp32 on the CPU (docs/performance.md).
+  // convolutions on oneDNN's bf16 kernels (kernels/conv2d.h), and the transformer's activations
+  // stored in bf16 (activation_dtype; docs/bf16.md); attention's products, the convolutional
+  // networks' tensors and everything else stay fp32 on the CPU (docs/performance.md).
   void set_precision(const std::string& precision) override {
     if (precision != "fp32" && precision != "bf16") {
       throw RunError("train.precision " + precision + ": the CPU backend computes in fp32 or "
@@ -163,19 +176,26 @@ class CpuBackend final : public Backend {
     conv.bf16 = bf16_products_;
     cpu::set_conv_algorithms(conv);
   }
+  DType activation_dtype() const override {
+    return activation_dtype_for("cpu", bf16_products_ ? "bf16" : "fp32");
+  }
   AttentionStorage attention_storage(int B, int T, int NH) const override {
     return attention_storage_for("cpu", B, T, NH);
   }
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+  void attention_forward(Act out, float* att, ConstAct qkv, int B, int T, int C,
                          int NH) override {
     const ScopedOpTimer timer("attention_forward");
-    kernels_.attention_forward(out, att, qkv, B, T, C, NH);
+    if (qkv.bf16()) return kernels_.attention_forward_bf16(out.b16(), att, qkv.b16(), B, T, C, NH);
+    kernels_.attention_forward(out.f32(), att, qkv.f32(), B, T, C, NH);
   }
   // The CPU's attention needs no scratch (attention_storage's is 0) and no forward output.
-  void attention_backward(float* dqkv, float*, const float* dout, const float* qkv, const float*,
+  void attention_backward(float* dqkv, float*, ConstAct dout, ConstAct qkv, ConstAct,
                           const float* att, int B, int T, int C, int NH) override {
     const ScopedOpTimer timer("attention_backward");
-    kernels_.attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+    if (qkv.bf16()) {
+      return kernels_.attention_backward_bf16(dqkv, dout.b16(), qkv.b16(), att, B, T, C, NH);
+    }
+    kernels_.attention_backward(dqkv, dout.f32(), qkv.f32(), att, B, T, C, NH);
   }
   void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B,
                        int T, int C) override {

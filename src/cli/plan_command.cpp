@@ -205,11 +205,12 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
   const double grads_bytes = 4 * model_share;
   const double state_whole = 4 * state_count * model_share;
   const double optimizer_bytes = state_whole / (spec.parallel.zero >= 1 ? data_processes : 1);
-  // Weights, gradients, optimizer state and activations are fp32 in memory in every precision
-  // (bf16 and fp16 are the arithmetic of the products, docs/gpu.md), so the figures hold for all.
+  // Weights, gradients and optimizer state are fp32 in memory in every precision; activations
+  // are stored in 16 bits where the family and the backend have it (docs/bf16.md).
+  const bool act16 = family->activation_storage() != DType::F32;
+  const std::string storage = act16 ? "bf16 activations, fp32 weights and state" : "fp32 storage";
   print("memory per process ({}{}):\n",
-        spec.train.precision == "fp32" ? "fp32"
-                                       : spec.train.precision + " products, fp32 storage",
+        spec.train.precision == "fp32" ? "fp32" : spec.train.precision + " products, " + storage,
         mesh_per_process > 1 ? ", the largest tensor x pipeline shard" : "");
   print("  parameters       {}\n", human_bytes(params_bytes));
   print("  gradients        {}{}\n", human_bytes(grads_bytes),
@@ -236,7 +237,7 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
   const double total_bytes = params_bytes + grads_bytes + optimizer_bytes + activation_bytes;
   print("  total            {}\n", human_bytes(total_bytes));
   j["memory"] = {{"precision", spec.train.precision},
-                 {"storage", "fp32"},
+                 {"storage", act16 ? "bf16 activations" : "fp32"},
                  {"parameters_bytes", params_bytes},
                  {"gradients_bytes", grads_bytes},
                  {"optimizer_state_bytes", optimizer_bytes},

@@ -37,40 +37,44 @@ Widths widths_of(const GPT2Shape& shape, const ParameterLayout& layout, size_t B
           static_cast<size_t>(split.vocab_rows)};
 }
 
-// Hands out consecutive pieces of an arena, or with a null base only counts them.
+// Hands out consecutive pieces of an arena, each on a 64-byte line, or with a null base only
+// counts them (bytes).
 struct Carver {
-  float* base = nullptr;
+  char* base = nullptr;
+  DType storage = DType::F32;  // the Act pieces'
   size_t used = 0;
-  float* take(size_t n) {
-    float* p = base != nullptr ? base + used : nullptr;
-    used += n;
+  void* bytes(size_t n) {
+    void* p = base != nullptr ? base + used : nullptr;
+    used += (n + 63) / 64 * 64;
     return p;
   }
+  float* take(size_t n) { return static_cast<float*>(bytes(n * sizeof(float))); }
+  Act act(size_t n) { return {bytes(n * dtype_size(storage)), storage}; }
 };
 
 }  // namespace
 
-size_t GPT2::lay_out(float* base, const GPT2Shape& shape, const ParameterLayout& layout, int B,
+size_t GPT2::lay_out(void* base, const GPT2Shape& shape, const ParameterLayout& layout, int B,
                      int T, int slots, const AttentionStorage& att, Recompute recompute,
-                     std::vector<Slot>* slots_out, Scratch* scratch_out) {
+                     DType storage, std::vector<Slot>* slots_out, Scratch* scratch_out) {
   const Widths w = widths_of(shape, layout, static_cast<size_t>(B), static_cast<size_t>(T));
   const size_t N = w.N, C = w.C;
-  Carver carve{base};
+  Carver carve{static_cast<char*>(base), storage};
   // One layer's activations: all of them, or (shared) those a recompute rebuilds.
   const auto layer = [&](LayerActs& a, bool attention_state) {
-    a.ln1 = carve.take(N * C);
+    a.ln1 = carve.act(N * C);
     a.ln1_mean = carve.take(N);
     a.ln1_rstd = carve.take(N);
-    a.qkv = carve.take(N * 3 * w.Ca);
-    a.atty = carve.take(N * w.Ca);
+    a.qkv = carve.act(N * 3 * w.Ca);
+    a.atty = carve.act(N * w.Ca);
     if (attention_state) a.att = carve.take(att.state);
     a.attproj = carve.take(N * C);
     a.residual2 = carve.take(N * C);
-    a.ln2 = carve.take(N * C);
+    a.ln2 = carve.act(N * C);
     a.ln2_mean = carve.take(N);
     a.ln2_rstd = carve.take(N);
-    a.fch = carve.take(N * w.Cm);
-    a.fch_gelu = carve.take(N * w.Cm);
+    a.fch = carve.act(N * w.Cm);
+    a.fch_gelu = carve.act(N * w.Cm);
     a.fcproj = carve.take(N * C);
   };
   // What the stage's layers share: selective keeps one attention state, full one whole layer
@@ -92,7 +96,7 @@ size_t GPT2::lay_out(float* base, const GPT2Shape& shape, const ParameterLayout&
       a.residual3 = carve.take(N * C);
     }
     if (layout.last_stage()) {
-      s.lnf = carve.take(N * C);
+      s.lnf = carve.act(N * C);
       s.lnf_mean = carve.take(N);
       s.lnf_rstd = carve.take(N);
       s.logits = carve.take(N * w.Vl);
@@ -105,18 +109,20 @@ size_t GPT2::lay_out(float* base, const GPT2Shape& shape, const ParameterLayout&
   scratch.dresidual = carve.take(N * C);
   scratch.dln = carve.take(N * C);
   scratch.dqkv = carve.take(N * 3 * w.Ca);
-  scratch.datty = carve.take(N * w.Ca);
+  scratch.datty = carve.act(N * w.Ca);
   scratch.datt = carve.take(att.scratch);
-  scratch.dfch = carve.take(N * w.Cm);
-  scratch.dfch_gelu = carve.take(N * w.Cm);
+  scratch.dfch = carve.act(N * w.Cm);
+  scratch.dfch_gelu = carve.act(N * w.Cm);
   if (slots_out != nullptr) *slots_out = std::move(placed);
   if (scratch_out != nullptr) *scratch_out = scratch;
   return carve.used;
 }
 
-size_t gpt2_activation_floats(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T,
-                              int slots, const AttentionStorage& att, Recompute recompute) {
-  return GPT2::lay_out(nullptr, shape, layout, B, T, slots, att, recompute, nullptr, nullptr);
+size_t gpt2_activation_bytes(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T,
+                             int slots, const AttentionStorage& att, Recompute recompute,
+                             DType storage) {
+  return GPT2::lay_out(nullptr, shape, layout, B, T, slots, att, recompute, storage, nullptr,
+                       nullptr);
 }
 
 GPT2::GPT2(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T, int slots,
@@ -139,11 +145,13 @@ GPT2::GPT2(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T, 
     lnfb_ = layout.find("ln_f.bias").offset;
   }
   const AttentionStorage att = backend.attention_storage(B, T, split_.local_heads);
-  const size_t floats = lay_out(nullptr, shape, layout, B, T, slots, att, recompute, nullptr, nullptr);
-  arena_ = Buffer(backend, std::max<size_t>(1, floats) * sizeof(float));
-  backend.zero(arena_.as<float>(), floats);
+  const DType storage = backend.activation_dtype();
+  const size_t bytes =
+      lay_out(nullptr, shape, layout, B, T, slots, att, recompute, storage, nullptr, nullptr);
+  arena_ = Buffer(backend, std::max<size_t>(64, bytes));
+  backend.zero(arena_.as<float>(), bytes / sizeof(float));  // whole 64-byte lines
   Scratch scratch;
-  lay_out(arena_.as<float>(), shape, layout, B, T, slots, att, recompute, &slots_, &scratch);
+  lay_out(arena_.data(), shape, layout, B, T, slots, att, recompute, storage, &slots_, &scratch);
   dresidual_ = scratch.dresidual;
   dln_ = scratch.dln;
   dqkv_ = scratch.dqkv;

@@ -83,32 +83,39 @@ class GPT2 final : public StageModel {
   const float* losses() const { return slots_[0].losses; }  // (B*T)
 
   // The activations of one layer and of one micro-batch in flight (pointers into the arena).
-  // Under recompute some pointers are shared by every layer and slot.
+  // Under recompute some pointers are shared by every layer and slot. The Act ones are stored in
+  // the backend's activation_dtype() (bf16 under train.precision: bf16 where the backend has
+  // it, docs/bf16.md): the inputs of the products, attention and GELU. The residual stream, the
+  // products that are summed into it (and over tensor ranks), the statistics and the logits
+  // stay fp32.
   struct LayerActs {
-    float *ln1 = nullptr, *ln1_mean = nullptr, *ln1_rstd = nullptr, *qkv = nullptr,
-          *atty = nullptr, *att = nullptr, *attproj = nullptr, *residual2 = nullptr;
-    float *ln2 = nullptr, *ln2_mean = nullptr, *ln2_rstd = nullptr, *fch = nullptr,
-          *fch_gelu = nullptr, *fcproj = nullptr, *residual3 = nullptr;
+    Act ln1, qkv, atty, ln2, fch, fch_gelu;
+    float *ln1_mean = nullptr, *ln1_rstd = nullptr, *att = nullptr, *attproj = nullptr,
+          *residual2 = nullptr;
+    float *ln2_mean = nullptr, *ln2_rstd = nullptr, *fcproj = nullptr, *residual3 = nullptr;
   };
   struct Slot {
     float* input = nullptr;  // embedding output on the first stage, else the received stream
     std::vector<LayerActs> layers;
-    float *lnf = nullptr, *lnf_mean = nullptr, *lnf_rstd = nullptr;
+    Act lnf;
+    float *lnf_mean = nullptr, *lnf_rstd = nullptr;
     float *logits = nullptr, *losses = nullptr;
     float* ce_stats = nullptr;  // vocabulary-parallel: row max, exp-sum, target logit (3N)
     bool have_probs = false;
     float fused_dloss = 0.0f;  // != 0: logits already holds the logits' gradient
   };
+  // The activations' gradients: the same types as the activations (dqkv, summed into by
+  // attention, and dln, summed over tensor ranks, stay fp32).
   struct Scratch {
-    float *dresidual = nullptr, *dln = nullptr, *dqkv = nullptr, *datty = nullptr,
-          *datt = nullptr, *dfch = nullptr, *dfch_gelu = nullptr;
+    float *dresidual = nullptr, *dln = nullptr, *dqkv = nullptr, *datt = nullptr;
+    Act datty, dfch, dfch_gelu;
   };
   // Places the activations of `slots` micro-batches and the gradient scratch from `base` on
-  // (null: only counts); returns the floats used. The one layout both the model and
-  // gpt2_activation_floats (`plan`) use.
-  static size_t lay_out(float* base, const GPT2Shape& shape, const ParameterLayout& layout, int B,
+  // (null: only counts), the Act ones in `storage`; returns the bytes used. The one layout both
+  // the model and gpt2_activation_bytes (`plan`) use.
+  static size_t lay_out(void* base, const GPT2Shape& shape, const ParameterLayout& layout, int B,
                         int T, int slots, const AttentionStorage& att, Recompute recompute,
-                        std::vector<Slot>* slots_out, Scratch* scratch_out);
+                        DType storage, std::vector<Slot>* slots_out, Scratch* scratch_out);
 
  private:
   void tp_sum(float* data, size_t n);
@@ -131,8 +138,8 @@ class GPT2 final : public StageModel {
   Buffer arena_;
   std::vector<Slot> slots_;
   // gradient scratch, reused by every layer and slot
-  float *dresidual_ = nullptr, *dln_ = nullptr, *dqkv_ = nullptr, *datty_ = nullptr,
-        *datt_ = nullptr, *dfch_ = nullptr, *dfch_gelu_ = nullptr;
+  float *dresidual_ = nullptr, *dln_ = nullptr, *dqkv_ = nullptr, *datt_ = nullptr;
+  Act datty_, dfch_, dfch_gelu_;
   std::vector<float> losses_host_;  // the per-position losses, summed on the host
 };
 

@@ -53,13 +53,15 @@ GPT2Split gpt2_split(const GPT2Shape& shape, const ModelShard& shard);
 void init_gpt2_parameters(float* params, const GPT2Shape& shape, const ParameterLayout& layout,
                           float std, uint64_t seed);
 
-// Floats of activation memory of a (possibly sharded) model with `slots` micro-batches of shape
+// Bytes of activation memory of a (possibly sharded) model with `slots` micro-batches of shape
 // (B, T) in flight, including the gradient scratch; att: what one layer's attention keeps and
 // uses as scratch on the backend (Backend::attention_storage for this shard's heads); recompute:
-// what the backward rebuilds instead of keeping.
-size_t gpt2_activation_floats(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T,
-                              int slots, const AttentionStorage& att,
-                              Recompute recompute = Recompute::None);
+// what the backward rebuilds instead of keeping; storage: the type activations are kept in
+// (Backend::activation_dtype).
+size_t gpt2_activation_bytes(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T,
+                             int slots, const AttentionStorage& att,
+                             Recompute recompute = Recompute::None,
+                             DType storage = DType::F32);
 
 class GPT2Family final : public ModelFamily {
  public:
@@ -82,11 +84,12 @@ class GPT2Family final : public ModelFamily {
   size_t activation_bytes(const ParameterLayout& layout, int micro_batch,
                           int slots) const override {
     const int heads = gpt2_split(shape_, layout.shard()).local_heads;
-    return sizeof(float) *
-           gpt2_activation_floats(shape_, layout, micro_batch, seq_len_, slots,
-                                  attention_storage_for(policy().backend, micro_batch, seq_len_, heads),
-                                  policy().recompute);
+    return gpt2_activation_bytes(
+        shape_, layout, micro_batch, seq_len_, slots,
+        attention_storage_for(policy().backend, micro_batch, seq_len_, heads),
+        policy().recompute, policy().storage);
   }
+  DType activation_storage() const override { return policy().storage; }
   std::string evaluation_summary(double loss, const std::vector<double>& metrics) const override;
   std::unique_ptr<StageModel> make_stage(const ParameterLayout& layout,
                                          const StageContext& context) const override;

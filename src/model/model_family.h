@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tensor/dtype.h"
 #include "tensor/micro_batch.h"
 #include "model/parameter_layout.h"
 
@@ -79,11 +80,12 @@ enum class Recompute { None, Selective, Full };
 Recompute parse_recompute(const std::string& text);  // "none" | "selective" | "full"
 
 // How a family's stages keep activations: the backend they run on (its attention keeps
-// different state) and what they recompute. Set from the job (make_model_family); `plan` and
+// different state), what they recompute and the type they store them in. Set from the job (make_model_family); `plan` and
 // the run then size activations alike.
 struct ActivationPolicy {
   std::string backend = "cpu";
   Recompute recompute = Recompute::None;
+  DType storage = DType::F32;  // activation_dtype_for(backend, train.precision)
 };
 
 // What a stage is built with at run time.
@@ -144,6 +146,9 @@ class ModelFamily {
   // SpecError when the family cannot recompute that way.
   virtual void set_activation_policy(const ActivationPolicy& policy) { policy_ = policy; }
   const ActivationPolicy& policy() const { return policy_; }
+  // The type this family's stages store activations in under the policy: a family whose ops
+  // take 16-bit activations (GPT-2) follows policy().storage, others stay fp32.
+  virtual DType activation_storage() const { return DType::F32; }
 
  private:
   ActivationPolicy policy_;

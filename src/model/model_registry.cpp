@@ -1,6 +1,7 @@
 // The one place that maps model.arch to a model family (torchtitan's train-spec registry):
 // everything else works through ModelFamily.
 #include "config/job_spec.h"
+#include "backend/backend.h"
 #include "model/gpt2_family.h"
 #include "model/model_family.h"
 #include "model/resnet_family.h"
@@ -42,7 +43,8 @@ std::unique_ptr<ModelFamily> make_family(const JobSpec& spec) {
 
 std::unique_ptr<ModelFamily> make_model_family(const JobSpec& spec) {
   auto family = make_family(spec);
-  family->set_activation_policy({spec.devices.backend, parse_recompute(spec.train.recompute)});
+  family->set_activation_policy({spec.devices.backend, parse_recompute(spec.train.recompute),
+                                 activation_dtype_for(spec.devices.backend, spec.train.precision)});
   return family;
 }
 

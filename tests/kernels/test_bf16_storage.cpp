@@ -1,0 +1,196 @@
+// The CPU kernels on bf16 storage (docs/bf16.md), through the dispatched table (what the backend
+// runs): each against its fp32 kernel on the same values (an output stored in bf16 is the fp32
+// result rounded: bitwise where the arithmetic is the same, within one bf16 rounding where the
+// products run on a copy) and against the fp32 kernel on unrounded inputs at bf16's tolerance.
+// The linear layer's bf16 operands: bitwise the product of fp32 operands holding the same values,
+// native (where oneDNN has bf16 products) and emulated.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_bf16.h"
+#include "tensor/act.h"
+#include "tensor/dtype.h"
+#include "tests/kernels/kernel_test_util.h"
+#include "tests/tolerance.h"
+
+using namespace sg::test;
+
+namespace {
+
+std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<uint16_t> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = sg::float_to_bf16(v[i]);
+  return r;
+}
+std::vector<float> widen(const std::vector<uint16_t>& v) {
+  std::vector<float> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = sg::bf16_to_float(v[i]);
+  return r;
+}
+
+const sg::cpu::KernelTable& k() { return sg::cpu::kernels(); }
+
+// |a - b| within one bf16 rounding of b (2^-8 relative) plus atol.
+void check_within_one_rounding(const std::vector<float>& got, const std::vector<float>& ref,
+                               double atol, const char* what) {
+  CHECK_CLOSE(got.data(), ref.data(), got.size(), (Tolerance{atol, 1.0 / 256}), what);
+}
+
+}  // namespace
+
+TEST_CASE("layernorm_forward_bf16: the fp32 kernel's output rounded, the same statistics") {
+  const int N = 37, C = 96;
+  const auto inp = random_floats(size_t(N) * C, 1, -3.0f, 5.0f);
+  const auto b = random_floats(size_t(N) * C, 2);
+  const auto w = random_floats(C, 3, 0.5f, 1.5f), bias = random_floats(C, 4);
+  std::vector<float> out32(inp.size()), mean32(N), rstd32(N), mean16(N), rstd16(N);
+  std::vector<uint16_t> out16(inp.size());
+  k().layernorm_forward(out32.data(), mean32.data(), rstd32.data(), inp.data(), w.data(),
+                        bias.data(), N, C);
+  k().layernorm_forward_bf16(out16.data(), mean16.data(), rstd16.data(), inp.data(), w.data(),
+                             bias.data(), N, C);
+  CHECK(out16 == to_bf16(out32));
+  CHECK(mean16 == mean32);
+  CHECK(rstd16 == rstd32);
+
+  std::vector<float> res32(inp.size()), res16(inp.size());
+  k().residual_layernorm_forward(res32.data(), out32.data(), mean32.data(), rstd32.data(),
+                                 inp.data(), b.data(), w.data(), bias.data(), N, C);
+  k().residual_layernorm_forward_bf16(res16.data(), out16.data(), mean16.data(), rstd16.data(),
+                                      inp.data(), b.data(), w.data(), bias.data(), N, C);
+  CHECK(res16 == res32);  // the residual stream stays fp32
+  CHECK(out16 == to_bf16(out32));
+  CHECK(rstd16 == rstd32);
+}
+
+TEST_CASE("gelu on bf16 storage: the fp32 kernel on the same values, rounded") {
+  const long n = 100003;  // odd, threaded
+  const auto x = random_floats(size_t(n), 5, -6.0f, 6.0f);
+  const auto g = random_floats(size_t(n), 6);
+  const auto x16 = to_bf16(x), g16 = to_bf16(g);
+  const auto xr = widen(x16), gr = widen(g16);
+  const size_t count = static_cast<size_t>(n);
+  std::vector<float> out32(count), din32(count);
+  std::vector<uint16_t> out16(count), din16(count);
+  k().gelu_forward(out32.data(), xr.data(), n);
+  k().gelu_forward_bf16(out16.data(), x16.data(), n);
+  CHECK(out16 == to_bf16(out32));
+  k().gelu_backward(din32.data(), xr.data(), gr.data(), n);
+  k().gelu_backward_bf16(din16.data(), x16.data(), g16.data(), n);
+  CHECK(din16 == to_bf16(din32));
+
+  // Against the fp32 op on the unrounded inputs: bf16's tolerance.
+  k().gelu_forward(out32.data(), x.data(), n);
+  CHECK_CLOSE(widen(out16).data(), out32.data(), count, kBf16, "gelu forward vs fp32");
+  k().gelu_backward(din32.data(), x.data(), g.data(), n);
+  CHECK_CLOSE(widen(din16).data(), din32.data(), count, kBf16, "gelu backward vs fp32");
+}
+
+TEST_CASE("attention on bf16 storage: the fp32 kernels on the same values") {
+  struct Shape {
+    int B, T, C, NH;
+  };
+  for (const Shape s : {Shape{2, 70, 64, 4}, Shape{1, 129, 96, 2}}) {
+    CAPTURE(s.T);
+    const size_t n_qkv = size_t(s.B) * s.T * 3 * s.C, n_out = size_t(s.B) * s.T * s.C;
+    const size_t n_lse = size_t(s.B) * s.NH * s.T;
+    const auto qkv = random_floats(n_qkv, 7, -2.0f, 2.0f);
+    const auto dout = random_floats(n_out, 8);
+    const auto qkv16 = to_bf16(qkv), dout16 = to_bf16(dout);
+    const auto qkvr = widen(qkv16), doutr = widen(dout16);
+
+    std::vector<float> out32(n_out), lse32(n_lse), lse16(n_lse);
+    std::vector<uint16_t> out16(n_out);
+    k().attention_forward(out32.data(), lse32.data(), qkvr.data(), s.B, s.T, s.C, s.NH);
+    k().attention_forward_bf16(out16.data(), lse16.data(), qkv16.data(), s.B, s.T, s.C, s.NH);
+    // The bf16 path multiplies dense copies of each head (other strides for the same sgemm):
+    // within a rounding of the fp32 kernel's output, and its statistics to fp32's accuracy.
+    check_within_one_rounding(widen(out16), out32, 1e-6, "out");
+    CHECK_CLOSE(lse16.data(), lse32.data(), n_lse, kFp32, "lse");
+
+    const auto d0 = random_floats(n_qkv, 9);  // dqkv is +=
+    std::vector<float> d32 = d0, d16 = d0;
+    k().attention_backward(d32.data(), doutr.data(), qkvr.data(), lse32.data(), s.B, s.T, s.C,
+                           s.NH);
+    k().attention_backward_bf16(d16.data(), dout16.data(), qkv16.data(), lse16.data(), s.B, s.T,
+                                s.C, s.NH);
+    CHECK_CLOSE(d16.data(), d32.data(), n_qkv, kFp32, "dqkv");
+
+    // Against fp32 on the unrounded tensors: bf16's tolerance.
+    k().attention_forward(out32.data(), lse32.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+    CHECK_CLOSE(widen(out16).data(), out32.data(), n_out, kBf16, "out vs unrounded fp32");
+  }
+}
+
+TEST_CASE("bf16 matmul with bf16 activations: bitwise the fp32 operands of the same values") {
+  const int n = 200, c = 72, oc = 136;
+  const auto inp16 = to_bf16(random_floats(size_t(n) * c, 11));
+  const auto dout16 = to_bf16(random_floats(size_t(n) * oc, 12));
+  const auto inp = widen(inp16), dout = widen(dout16);
+  const auto weight = random_floats(size_t(oc) * c, 13), bias = random_floats(oc, 14);
+  const auto dweight0 = random_floats(size_t(oc) * c, 15);
+  using Forward = decltype(&sg::cpu::matmul_forward_bf16);
+  using Backward = decltype(&sg::cpu::matmul_backward_bf16);
+  struct Path {
+    const char* name;
+    Forward forward;
+    Backward backward;
+  };
+  std::vector<Path> paths{{"emulated", sg::cpu::matmul_forward_bf16_emulated,
+                           sg::cpu::matmul_backward_bf16_emulated}};
+  if (!sg::cpu::bf16_matmul_implementation().empty()) {
+    paths.push_back({"native", sg::cpu::matmul_forward_bf16, sg::cpu::matmul_backward_bf16});
+  } else {
+    MESSAGE("native path skipped: this CPU has no bf16 matrix products in oneDNN (needs AVX-512)");
+  }
+  for (const Path& p : paths) {
+    CAPTURE(p.name);
+    for (const bool with_bias : {true, false}) {
+      CAPTURE(with_bias);
+      const float* b = with_bias ? bias.data() : nullptr;
+      std::vector<float> out32(size_t(n) * oc);
+      std::vector<uint16_t> out16(out32.size());
+      p.forward(out32.data(), inp.data(), weight.data(), b, n, c, oc);
+      p.forward(sg::Act(out16.data(), sg::DType::BF16),
+                sg::ConstAct(inp16.data(), sg::DType::BF16), weight.data(), b, n, c, oc);
+      CHECK(out16 == to_bf16(out32));
+      std::vector<float> out_mixed(out32.size());  // bf16 input, fp32 output
+      p.forward(out_mixed.data(), sg::ConstAct(inp16.data(), sg::DType::BF16), weight.data(), b,
+                n, c, oc);
+      CHECK(out_mixed == out32);
+    }
+    std::vector<float> din32(size_t(n) * c), dw32 = dweight0, db32(oc, 0.0f);
+    std::vector<float> dw16 = dweight0, db16(oc, 0.0f);
+    std::vector<uint16_t> din16(din32.size());
+    p.backward(din32.data(), dw32.data(), db32.data(), dout.data(), inp.data(), weight.data(), n,
+               c, oc);
+    p.backward(sg::Act(din16.data(), sg::DType::BF16), dw16.data(), db16.data(),
+               sg::ConstAct(dout16.data(), sg::DType::BF16),
+               sg::ConstAct(inp16.data(), sg::DType::BF16), weight.data(), n, c, oc);
+    CHECK(din16 == to_bf16(din32));
+    CHECK(dw16 == dw32);
+    CHECK(db16 == db32);
+    // No input gradient wanted (the first layer of a stage).
+    std::vector<float> dw_only = dweight0, db_only(oc, 0.0f);
+    p.backward(nullptr, dw_only.data(), db_only.data(),
+               sg::ConstAct(dout16.data(), sg::DType::BF16),
+               sg::ConstAct(inp16.data(), sg::DType::BF16), weight.data(), n, c, oc);
+    CHECK(dw_only == dw32);
+  }
+}
+
+TEST_CASE("an fp32 kernel refuses a bf16 activation with a message") {
+  uint16_t storage[4] = {};
+  const sg::Act a(storage, sg::DType::BF16);
+  CHECK_THROWS_WITH_AS(a.f32(), doctest::Contains("stored as BF16"), sg::RunError);
+  CHECK(a.b16() == storage);
+  float f[2] = {};
+  const sg::Act plain(f);
+  CHECK_THROWS_AS(plain.b16(), sg::RunError);
+  CHECK(static_cast<const float*>(sg::ConstAct(plain).data) == f);
+  CHECK(a.at(3).data == storage + 3);
+}
