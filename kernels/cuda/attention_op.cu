@@ -5,7 +5,10 @@
 #include <cuda_fp16.h>
 
 #include <cstdio>
+#include <initializer_list>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/casts.cuh"
@@ -102,8 +105,7 @@ bool AttentionOp::use_cudnn(int B, int T, int C, int NH, bool backward) {
 #endif
 }
 
-void AttentionOp::forward(float* out, float* lse, const float* qkv, int B, int T, int C,
-                          int NH) {
+void AttentionOp::forward(Act out, float* lse, ConstAct qkv, int B, int T, int C, int NH) {
   require_heads_divide(C, NH);
   if (B <= 0 || T <= 0) return;
 #if SINGULARITY_CUDNN_SDPA
@@ -119,11 +121,11 @@ void AttentionOp::forward(float* out, float* lse, const float* qkv, int B, int T
   use_cudnn(B, T, C, NH, false);  // says which path, once
 #endif
   require_flash_kernels_take(C, NH);
-  attention_forward(out, lse, qkv, B, T, C, NH, stream_);
+  flash_forward(out, lse, qkv, B, T, C, NH);
 }
 
-void AttentionOp::backward(float* dqkv, float* delta, const float* dout, const float* qkv,
-                           const float* out, const float* lse, int B, int T, int C, int NH) {
+void AttentionOp::backward(float* dqkv, float* delta, ConstAct dout, ConstAct qkv, ConstAct out,
+                           const float* lse, int B, int T, int C, int NH) {
   require_heads_divide(C, NH);
   if (B <= 0 || T <= 0) return;
 #if SINGULARITY_CUDNN_SDPA
@@ -139,55 +141,140 @@ void AttentionOp::backward(float* dqkv, float* delta, const float* dout, const f
   use_cudnn(B, T, C, NH, true);
 #endif
   require_flash_kernels_take(C, NH);
-  attention_backward(dqkv, delta, dout, out, qkv, lse, B, T, C, NH, stream_);
+  flash_backward(dqkv, delta, dout, qkv, out, lse, B, T, C, NH);
+}
+
+namespace {
+
+// The tensors of one call in the type a kernel multiplies (T: fp32 for our flash kernels, the
+// 16-bit type for cuDNN): a tensor stored in that type as it is, any other cast into a copy in
+// the backend's scratch (one request for all of them and an extra area, 256-byte aligned each).
+// A copy of an output is written back by store().
+template <class T>
+class Staged {
+ public:
+  struct Tensor {
+    const void* stored;  // the activation
+    bool stored16;       // stored in bf16 (else fp32)
+    long n;
+  };
+  Staged(DeviceScratch& scratch, cudaStream_t stream, std::initializer_list<Tensor> tensors,
+         size_t extra_bytes)
+      : stream_(stream), tensors_(tensors) {
+    ScratchLayout layout;
+    std::vector<size_t> at;
+    for (const Tensor& t : tensors_) at.push_back(matches(t) ? 0 : layout.add(sizeof(T) * t.n));
+    const size_t extra_at = layout.add(extra_bytes);
+    unsigned char* base = scratch.get(layout.bytes(), stream);
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      ptrs_.push_back(matches(tensors_[i]) ? static_cast<T*>(const_cast<void*>(tensors_[i].stored))
+                                           : reinterpret_cast<T*>(base + at[i]));
+    }
+    extra_ = extra_bytes > 0 ? base + extra_at : nullptr;
+  }
+  // Tensor i in T, for reading: cast into its copy first where it is not stored in T.
+  const T* in(size_t i) {
+    const Tensor& t = tensors_[i];
+    if (!matches(t)) {
+      if (t.stored16) {  // bf16 -> fp32
+        require_float(t);
+        cast_from_16bit(reinterpret_cast<float*>(ptrs_[i]),
+                        static_cast<const __nv_bfloat16*>(t.stored), t.n, stream_);
+      } else {
+        cast_to_16bit(ptrs_[i], static_cast<const float*>(t.stored), t.n, stream_);
+      }
+    }
+    return ptrs_[i];
+  }
+  // Tensor i in T, for writing (then store(i)).
+  T* out(size_t i) { return ptrs_[i]; }
+  // A written copy back into tensor i's storage.
+  void store(size_t i) {
+    const Tensor& t = tensors_[i];
+    if (matches(t)) return;
+    if (t.stored16) {  // fp32 copy -> bf16 storage
+      require_float(t);
+      cast_to_16bit(static_cast<__nv_bfloat16*>(const_cast<void*>(t.stored)),
+                    reinterpret_cast<const float*>(ptrs_[i]), t.n, stream_);
+    } else {
+      cast_from_16bit(static_cast<float*>(const_cast<void*>(t.stored)), ptrs_[i], t.n, stream_);
+    }
+  }
+  void* extra() const { return extra_; }
+
+ private:
+  // A bf16-stored tensor not in T is only ever multiplied in fp32 (bf16 storage comes with bf16
+  // precision, never fp16's).
+  static void require_float(const Tensor&) {
+    if (!std::is_same_v<T, float>) {
+      throw RunError("attention: a bf16-stored activation met fp16 arithmetic; run with "
+                     "train.precision bf16");
+    }
+  }
+  static bool matches(const Tensor& t) {
+    return t.stored16 ? std::is_same_v<T, __nv_bfloat16> : std::is_same_v<T, float>;
+  }
+  cudaStream_t stream_;
+  std::vector<Tensor> tensors_;
+  std::vector<T*> ptrs_;
+  void* extra_ = nullptr;
+};
+
+}  // namespace
+
+void AttentionOp::flash_forward(Act out, float* lse, ConstAct qkv, int B, int T, int C, int NH) {
+  const long n_qkv = 3L * B * T * C, n_out = static_cast<long>(B) * T * C;
+  Staged<float> s(scratch_, stream_, {{qkv.data, qkv.bf16(), n_qkv}, {out.data, out.bf16(), n_out}},
+                  0);
+  attention_forward(s.out(1), lse, s.in(0), B, T, C, NH, stream_);
+  s.store(1);
+}
+
+void AttentionOp::flash_backward(float* dqkv, float* delta, ConstAct dout, ConstAct qkv,
+                                 ConstAct out, const float* lse, int B, int T, int C, int NH) {
+  const long n_qkv = 3L * B * T * C, n_out = static_cast<long>(B) * T * C;
+  Staged<float> s(scratch_, stream_,
+                  {{dout.data, dout.bf16(), n_out}, {qkv.data, qkv.bf16(), n_qkv},
+                   {out.data, out.bf16(), n_out}},
+                  0);
+  const float* dout32 = s.in(0);
+  const float* qkv32 = s.in(1);
+  attention_backward(dqkv, delta, dout32, s.in(2), qkv32, lse, B, T, C, NH, stream_);
 }
 
 #if SINGULARITY_CUDNN_SDPA
 
 template <class T16>
-void AttentionOp::cudnn_forward(float* out, float* lse, const float* qkv, int B, int T, int C,
-                                int NH) {
+void AttentionOp::cudnn_forward(Act out, float* lse, ConstAct qkv, int B, int T, int C, int NH) {
   const CudnnAttention::Shape shape = cudnn_shape(B, T, C, NH, precision_);
   const long n_qkv = 3L * B * T * C, n_out = static_cast<long>(B) * T * C;
   const size_t workspace = cudnn_->workspace_bytes(shape, CudnnAttention::Pass::Forward);
-  // One scratch request for the 16-bit copies and cuDNN's workspace (256-byte aligned each).
-  ScratchLayout layout;
-  const size_t qkv_at = layout.add(sizeof(T16) * static_cast<size_t>(n_qkv));
-  const size_t out_at = layout.add(sizeof(T16) * static_cast<size_t>(n_out));
-  const size_t workspace_at = layout.add(workspace);
-  unsigned char* base = scratch_.get(layout.bytes(), stream_);
-  auto* qkv16 = reinterpret_cast<T16*>(base + qkv_at);
-  auto* out16 = reinterpret_cast<T16*>(base + out_at);
-  cast_to_16bit(qkv16, qkv, n_qkv, stream_);
-  cudnn_->forward(out16, lse, qkv16, workspace > 0 ? base + workspace_at : nullptr, shape);
-  cast_from_16bit(out, out16, n_out, stream_);
+  Staged<T16> s(scratch_, stream_, {{qkv.data, qkv.bf16(), n_qkv}, {out.data, out.bf16(), n_out}},
+                workspace);
+  cudnn_->forward(s.out(1), lse, s.in(0), s.extra(), shape);
+  s.store(1);
 }
 
 template <class T16>
-void AttentionOp::cudnn_backward(float* dqkv, const float* dout, const float* qkv,
-                                 const float* out, const float* lse, int B, int T, int C,
-                                 int NH) {
+void AttentionOp::cudnn_backward(float* dqkv, ConstAct dout, ConstAct qkv, ConstAct out,
+                                 const float* lse, int B, int T, int C, int NH) {
   const CudnnAttention::Shape shape = cudnn_shape(B, T, C, NH, precision_);
   const long n_qkv = 3L * B * T * C, n_out = static_cast<long>(B) * T * C;
   const size_t workspace = cudnn_->workspace_bytes(shape, CudnnAttention::Pass::Backward);
-  ScratchLayout layout;
-  const size_t qkv_at = layout.add(sizeof(T16) * static_cast<size_t>(n_qkv));
-  const size_t out_at = layout.add(sizeof(T16) * static_cast<size_t>(n_out));
-  const size_t dout_at = layout.add(sizeof(T16) * static_cast<size_t>(n_out));
-  const size_t dqkv_at = layout.add(sizeof(T16) * static_cast<size_t>(n_qkv));
-  const size_t workspace_at = layout.add(workspace);
-  unsigned char* base = scratch_.get(layout.bytes(), stream_);
-  auto* qkv16 = reinterpret_cast<T16*>(base + qkv_at);
-  auto* out16 = reinterpret_cast<T16*>(base + out_at);
-  auto* dout16 = reinterpret_cast<T16*>(base + dout_at);
-  auto* dqkv16 = reinterpret_cast<T16*>(base + dqkv_at);
-  // The forward's 16-bit out is recovered exactly: fp32 holds every 16-bit value.
-  cast_to_16bit(qkv16, qkv, n_qkv, stream_);
-  cast_to_16bit(out16, out, n_out, stream_);
-  cast_to_16bit(dout16, dout, n_out, stream_);
-  cudnn_->backward(dqkv16, dout16, qkv16, out16, lse,
-                   workspace > 0 ? base + workspace_at : nullptr, shape);
-  accumulate_16bit(dqkv, dqkv16, n_qkv, stream_);  // the contract's +=
+  // dqkv16: cuDNN's gradients, added into the fp32 dqkv (the contract's +=).
+  Staged<T16> s(scratch_, stream_,
+                {{qkv.data, qkv.bf16(), n_qkv},
+                 {out.data, out.bf16(), n_out},
+                 {dout.data, dout.bf16(), n_out},
+                 {dqkv, false, n_qkv}},
+                workspace);
+  // The forward's 16-bit out is recovered exactly from an fp32 one: fp32 holds every 16-bit value.
+  const T16* qkv16 = s.in(0);
+  const T16* out16 = s.in(1);
+  const T16* dout16 = s.in(2);
+  T16* dqkv16 = s.out(3);
+  cudnn_->backward(dqkv16, dout16, qkv16, out16, lse, s.extra(), shape);
+  accumulate_16bit(dqkv, dqkv16, n_qkv, stream_);
 }
 
 #endif  // SINGULARITY_CUDNN_SDPA

@@ -4,10 +4,12 @@
 //   - cuDNN's fused SDPA (cudnn_attention.h) where the module was built with cudnn-frontend
 //     (SINGULARITY_CUDNN_SDPA), train.precision is bf16 or fp16, and cuDNN takes the shape (head
 //     size a multiple of 8 up to 128, its graph builds on this GPU and cuDNN): qkv, out and dout
-//     are cast into 16-bit copies in the backend's scratch, cuDNN runs on them, out comes back
-//     as fp32 (=) and dqkv gains the 16-bit gradients (+=). The backward is cuDNN's deterministic
-//     one; without it the backward stays on our kernels.
-//   - otherwise our flash kernels (attention.cuh), fp32 throughout, head size <= 64.
+//     stored in fp32 are cast into 16-bit copies in the backend's scratch (stored in bf16, the
+//     activations themselves: docs/bf16.md), cuDNN runs on them, out is written in its own
+//     type (=) and dqkv (fp32) gains the 16-bit gradients (+=). The backward is cuDNN's
+//     deterministic one; without it the backward stays on our kernels.
+//   - otherwise our flash kernels (attention.cuh), fp32 throughout, head size <= 64 (bf16-stored
+//     tensors widened into fp32 copies, out rounded back).
 // Both keep the same log-sum-exp, so either backward follows either forward (precision changed
 // between them, or cuDNN taking only one pass). Which path runs is said once per process on
 // stderr, and `info` says whether the module has the fused path (fused_attention_summary).
@@ -18,6 +20,7 @@
 #include <string>
 
 #include "kernels/cuda/device_memory.h"
+#include "tensor/act.h"
 
 namespace sg::cuda {
 
@@ -34,15 +37,15 @@ class AttentionOp {
   // train.precision ("fp32", "bf16" or "fp16", checked by the backend).
   void set_precision(const std::string& precision) { precision_ = precision; }
 
-  void forward(float* out,        // (B, T, C) =
-               float* lse,        // (B, NH, T) =
-               const float* qkv,  // (B, T, 3C)
+  void forward(Act out,        // (B, T, C) =
+               float* lse,     // (B, NH, T) =
+               ConstAct qkv,   // (B, T, 3C)
                int B, int T, int C, int NH);
   void backward(float* dqkv,        // (B, T, 3C) +=
                 float* delta,       // (B, NH, T) scratch of our kernels
-                const float* dout,  // (B, T, C)
-                const float* qkv,   // (B, T, 3C)
-                const float* out,   // (B, T, C), the forward's
+                ConstAct dout,      // (B, T, C)
+                ConstAct qkv,       // (B, T, 3C)
+                ConstAct out,       // (B, T, C), the forward's
                 const float* lse,   // (B, NH, T), the forward's
                 int B, int T, int C, int NH);
 
@@ -50,9 +53,12 @@ class AttentionOp {
   // Whether cuDNN runs this pass (backward: true) for this shape now; says the path once.
   bool use_cudnn(int B, int T, int C, int NH, bool backward);
   template <class T16>
-  void cudnn_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
+  void cudnn_forward(Act out, float* lse, ConstAct qkv, int B, int T, int C, int NH);
   template <class T16>
-  void cudnn_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+  void cudnn_backward(float* dqkv, ConstAct dout, ConstAct qkv, ConstAct out, const float* lse,
+                      int B, int T, int C, int NH);
+  void flash_forward(Act out, float* lse, ConstAct qkv, int B, int T, int C, int NH);
+  void flash_backward(float* dqkv, float* delta, ConstAct dout, ConstAct qkv, ConstAct out,
                       const float* lse, int B, int T, int C, int NH);
   void say_once(const std::string& message);
 

@@ -1,7 +1,9 @@
 #pragma once
 // Casts between fp32 and the 16-bit types of reduced precision (__nv_bfloat16, __half), rounding
-// to nearest even: the inputs and outputs of cuDNN's fused attention (attention_op.cu) and the
-// bf16 round trip of elementwise.cuh. Templates only, so any translation unit may include them.
+// to nearest even: the inputs and outputs of cuDNN's fused attention (attention_op.cu), the
+// operands of 16-bit GEMMs, and the loads and stores of the kernels that take activations stored
+// in 16 bits (docs/bf16.md: narrow<T> and widen are the identity for float). Templates only, so
+// any translation unit may include them.
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/kernel_support.cuh"
@@ -19,8 +21,13 @@ template <>
 __device__ __forceinline__ __half narrow<__half>(float x) {
   return __float2half(x);
 }
+template <>
+__device__ __forceinline__ float narrow<float>(float x) {
+  return x;
+}
 __device__ __forceinline__ float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float widen(__half x) { return __half2float(x); }
+__device__ __forceinline__ float widen(float x) { return x; }
 
 #define SG_CAST_LOOP(i, n) \
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < (n); \

@@ -7,6 +7,9 @@
 // and dbias += column sums of dout through our deterministic kernel (matmul.cuh).
 // fp32 by default with CUBLAS_COMPUTE_32F (no TF32: results close to the CPU's); reduced
 // precision (train.precision bf16) lets cuBLASLt round inputs to bf16 (CUBLAS_COMPUTE_32F_FAST_16BF).
+// Activations stored in bf16 (docs/bf16.md) make it a 16-bit GEMM: every operand bf16 (the fp32
+// weight, and an fp32 activation beside a bf16 one, cast into scratch per call), fp32
+// accumulation (CUBLAS_COMPUTE_32F), the output in its own type (the weight gradient fp32).
 // Algorithms may not use the in-place split-K reduction (atomics, so nondeterministic); the
 // others reduce in a fixed order. Plans (descriptors, layouts, the chosen algorithm) are cached
 // per shape, transposition and pointer alignment.
@@ -18,6 +21,7 @@
 #include <map>
 
 #include "kernels/cuda/device_memory.h"
+#include "tensor/act.h"
 
 namespace sg::cuda {
 
@@ -35,16 +39,16 @@ class CublasLtGemm {
   enum class Math : int { Fp32 = 0, Bf16 = 1, Fp16 = 2 };
   void set_math(Math math) { math_ = math; }
 
-  void forward(float* out,           // (N,OC) =
-               const float* inp,     // (N,C)
+  void forward(Act out,              // (N,OC) =
+               ConstAct inp,         // (N,C)
                const float* weight,  // (OC,C)
                const float* bias,    // (OC) or null
                int N, int C, int OC);
-  void backward(float* dinp,          // (N,C)  =  or null
+  void backward(Act dinp,             // (N,C)  =  or null
                 float* dweight,       // (OC,C) +=
                 float* dbias,         // (OC)   += or null
-                const float* dout,    // (N,OC)
-                const float* inp,     // (N,C)
+                ConstAct dout,        // (N,OC)
+                ConstAct inp,         // (N,C)
                 const float* weight,  // (OC,C)
                 int N, int C, int OC);
 
@@ -57,6 +61,8 @@ class CublasLtGemm {
     int m = 0, n = 0, k = 0;
     bool bias_epilogue = false, accumulate = false;
     Math math = Math::Fp32;
+    bool operands16 = false;  // A and B bf16 (else fp32)
+    bool d16 = false;         // D bf16 (else fp32)
     int align_a = 0, align_b = 0, align_d = 0;  // bytes, powers of two up to 256
     auto operator<=>(const GemmKey&) const = default;
   };
@@ -67,7 +73,7 @@ class CublasLtGemm {
   };
   const Plan& plan_for(const GemmKey& key);
   // D = op(A) op(B) (+ bias with the epilogue) (+ D when accumulating).
-  void run(const GemmKey& key, const float* A, const float* B, float* D, const float* bias);
+  void run(const GemmKey& key, const void* A, const void* B, void* D, const float* bias);
 
   cudaStream_t stream_;
   DeviceScratch& scratch_;

@@ -64,6 +64,12 @@ void fill_elements(void* data, size_t n, T value, cudaStream_t stream) {
   }
 }
 
+// A bf16-stored activation as CUDA's type (docs/bf16.md).
+__nv_bfloat16* bf16_of(Act a) { return reinterpret_cast<__nv_bfloat16*>(a.b16()); }
+const __nv_bfloat16* bf16_of(ConstAct a) {
+  return reinterpret_cast<const __nv_bfloat16*>(a.b16());
+}
+
 bool ranges_overlap(const void* a, const void* b, size_t bytes) {
   const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
   return x < y + bytes && y < x + bytes;
@@ -271,20 +277,23 @@ cuda::OpTimer::Scope CudaBackend::begin_op(const char* name) {
 void CudaBackend::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
                                  int N, int C, int OC) {
   const auto timed = begin_op("matmul_forward");
-  gemm_->forward(out.f32(), inp.f32(), weight, bias, N, C, OC);
+  gemm_->forward(out, inp, weight, bias, N, C, OC);
 }
 void CudaBackend::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
                                   ConstAct inp, const float* weight, int N, int C, int OC) {
   const auto timed = begin_op("matmul_backward");
-  gemm_->backward(dinp ? dinp.f32() : nullptr, dweight, dbias, dout.f32(), inp.f32(), weight, N,
-                  C, OC);
+  gemm_->backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 void CudaBackend::gelu_forward(Act out, ConstAct inp, long n) {
   const auto timed = begin_op("gelu_forward");
+  if (out.bf16()) return cuda::gelu_forward(bf16_of(out), bf16_of(inp), n, compute_);
   cuda::gelu_forward(out.f32(), inp.f32(), n, compute_);
 }
 void CudaBackend::gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) {
   const auto timed = begin_op("gelu_backward");
+  if (dinp.bf16()) {
+    return cuda::gelu_backward(bf16_of(dinp), bf16_of(inp), bf16_of(dout), n, compute_);
+  }
   cuda::gelu_backward(dinp.f32(), inp.f32(), dout.f32(), n, compute_);
 }
 void CudaBackend::relu_forward(float* out, const float* inp, long n) {
@@ -325,6 +334,9 @@ void CudaBackend::layernorm_forward(Act out, float* mean, float* rstd, const flo
                                     const float* weight, const float* bias, int N, int C) {
   if (N <= 0) return;
   const auto timed = begin_op("layernorm_forward");
+  if (out.bf16()) {
+    return cuda::layernorm_forward(bf16_of(out), mean, rstd, inp, weight, bias, N, C, compute_);
+  }
   cuda::layernorm_forward(out.f32(), mean, rstd, inp, weight, bias, N, C, compute_);
 }
 void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -343,14 +355,14 @@ AttentionStorage CudaBackend::attention_storage(int B, int T, int NH) const {
 void CudaBackend::attention_forward(Act out, float* att, ConstAct qkv, int B, int T, int C,
                                     int NH) {
   const auto timed = begin_op("attention_forward");
-  attention_->forward(out.f32(), att, qkv.f32(), B, T, C, NH);  // att: the log-sum-exp
+  attention_->forward(out, att, qkv, B, T, C, NH);  // att: the log-sum-exp
 }
 void CudaBackend::attention_backward(float* dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                      ConstAct out, const float* att, int B, int T, int C,
                                      int NH) {
   const auto timed = begin_op("attention_backward");
   // scratch: our kernels' row deltas (sum of dout * out per head), B * NH * T floats.
-  attention_->backward(dqkv, scratch, dout.f32(), qkv.f32(), out.f32(), att, B, T, C, NH);
+  attention_->backward(dqkv, scratch, dout, qkv, out, att, B, T, C, NH);
 }
 void CudaBackend::encoder_forward(float* out, const int32_t* inp, const float* wte,
                                   const float* wpe, int B, int T, int C) {

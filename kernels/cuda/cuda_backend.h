@@ -53,6 +53,7 @@ class CudaBackend final : public Backend {
   // cuDNN's fused SDPA on 16-bit copies where the module has it (attention_op.h).
   void set_precision(const std::string& precision) override;
   const std::string& precision() const { return precision_; }
+  DType activation_dtype() const override { return activation_dtype_for("cuda", precision_); }
 
   Device device() const override { return Device::cuda(device_); }
   std::string name() const override { return "cuda"; }
@@ -67,7 +68,8 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   size_t device_memory_peak() override;
 
-  // Activations are fp32 here (activation_dtype's default): Act::f32 refuses a 16-bit one.
+  // Activations in bf16 under train.precision bf16 (activation_dtype, docs/bf16.md): the linear
+  // layers, GELU, layer norm and attention take them; other ops refuse them (Act::f32).
   void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
                       int C, int OC) override;
   void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,

@@ -11,23 +11,27 @@ namespace kernel {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<long>(gridDim.x) * blockDim.x)
 
-__global__ void gelu_forward(float* out, const float* inp, long n) {
+// T: float, or __nv_bfloat16 for activations stored in bf16 (docs/bf16.md): loaded exactly,
+// computed in fp32, stored rounded.
+template <class T>
+__global__ void gelu_forward(T* out, const T* inp, long n) {
   const float s = 0.7978845608028654f;  // sqrt(2/pi)
   SG_GRID_STRIDE(i, n) {
-    const float x = inp[i];
-    out[i] = 0.5f * x * (1.0f + tanhf(s * (x + 0.044715f * x * x * x)));
+    const float x = widen(inp[i]);
+    out[i] = narrow<T>(0.5f * x * (1.0f + tanhf(s * (x + 0.044715f * x * x * x))));
   }
 }
 
-__global__ void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+template <class T>
+__global__ void gelu_backward(T* dinp, const T* inp, const T* dout, long n) {
   const float s = 0.7978845608028654f;
   SG_GRID_STRIDE(i, n) {
-    const float x = inp[i];
+    const float x = widen(inp[i]);
     const float cube = 0.044715f * x * x * x;
     const float t = tanhf(s * (x + cube));
     const float sech2 = 1.0f - t * t;
     const float local = 0.5f * (1.0f + t) + 0.5f * x * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
-    dinp[i] = local * dout[i];
+    dinp[i] = narrow<T>(local * widen(dout[i]));
   }
 }
 
@@ -84,11 +88,13 @@ constexpr unsigned kElementwiseThreads = 256;  // as grid_stride_blocks assumes
 #define SG_ELEMENTWISE(name, n, stream, ...) \
   SG_LAUNCH(kernel::name, dim3(grid_stride_blocks(n)), dim3(kElementwiseThreads), 0, stream, __VA_ARGS__)
 
-inline void gelu_forward(float* out, const float* inp, long n, Stream s) {
-  SG_ELEMENTWISE(gelu_forward, n, s, out, inp, n);
+template <class T>
+void gelu_forward(T* out, const T* inp, long n, Stream s) {
+  SG_ELEMENTWISE(gelu_forward<T>, n, s, out, inp, n);
 }
-inline void gelu_backward(float* dinp, const float* inp, const float* dout, long n, Stream s) {
-  SG_ELEMENTWISE(gelu_backward, n, s, dinp, inp, dout, n);
+template <class T>
+void gelu_backward(T* dinp, const T* inp, const T* dout, long n, Stream s) {
+  SG_ELEMENTWISE(gelu_backward<T>, n, s, dinp, inp, dout, n);
 }
 inline void relu_forward(float* out, const float* inp, long n, Stream s) {
   SG_ELEMENTWISE(relu_forward, n, s, out, inp, n);

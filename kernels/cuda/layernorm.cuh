@@ -5,6 +5,7 @@
 // Backward: one warp per row for dinp (+=); dweight and dbias (+=) are sums over rows, taken in a
 // fixed order without atomics: each block of kRowsPerBlock rows writes its partial sums, and a
 // second kernel adds the blocks' partials in block order, one thread per channel.
+#include "kernels/cuda/casts.cuh"
 #include "kernels/cuda/kernel_support.cuh"
 
 namespace sg::cuda {
@@ -13,7 +14,9 @@ constexpr int kLayernormRowsPerBlock = 32;
 
 namespace kernel {
 
-__global__ void layernorm_forward(float* __restrict__ out, float* __restrict__ mean,
+// Out: float, or __nv_bfloat16 for a bf16-stored output (the fp32 result rounded, docs/bf16.md).
+template <class Out>
+__global__ void layernorm_forward(Out* __restrict__ out, float* __restrict__ mean,
                                   float* __restrict__ rstd, const float* __restrict__ inp,
                                   const float* __restrict__ weight,
                                   const float* __restrict__ bias, int N, int C) {
@@ -31,8 +34,8 @@ __global__ void layernorm_forward(float* __restrict__ out, float* __restrict__ m
     sum_sq += d * d;
   }
   const float s = rsqrtf(warp_sum(sum_sq) / C + 1e-5f);
-  float* y = out + static_cast<long>(row) * C;
-  for (int c = lane; c < C; c += kWarp) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+  Out* y = out + static_cast<long>(row) * C;
+  for (int c = lane; c < C; c += kWarp) y[c] = narrow<Out>((x[c] - m) * s * weight[c] + bias[c]);
   if (lane == 0) {
     mean[row] = m;
     rstd[row] = s;
@@ -102,10 +105,11 @@ __global__ void layernorm_backward_params(float* __restrict__ dweight, float* __
 
 constexpr unsigned kLayernormThreads = 256;  // 8 warps: 8 rows per block in the forward
 
-inline void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                              const float* weight, const float* bias, int N, int C, Stream s) {
+template <class Out>
+void layernorm_forward(Out* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int N, int C, Stream s) {
   const unsigned rows_per_block = kLayernormThreads / kWarp;
-  SG_LAUNCH(kernel::layernorm_forward, dim3(blocks_for(N, rows_per_block)),
+  SG_LAUNCH(kernel::layernorm_forward<Out>, dim3(blocks_for(N, rows_per_block)),
             dim3(kLayernormThreads), 0, s, out, mean, rstd, inp, weight, bias, N, C);
 }
 

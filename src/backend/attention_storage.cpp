@@ -11,10 +11,10 @@ AttentionStorage attention_storage_for(const std::string& backend, int B, int T,
   return {rows, 0};  // the CPU's blocked kernel: the log-sum-exp (band buffers are per thread)
 }
 
-// The CPU backend stores bf16 activations under bf16 (docs/bf16.md); the CUDA backend's kernels
-// take fp32 tensors only so far.
+// Both backends store bf16 activations under bf16 (docs/bf16.md); fp16 keeps fp32 tensors.
 DType activation_dtype_for(const std::string& backend, const std::string& precision) {
-  return backend == "cpu" && precision == "bf16" ? DType::BF16 : DType::F32;
+  return (backend == "cpu" || backend == "cuda") && precision == "bf16" ? DType::BF16
+                                                                        : DType::F32;
 }
 
 }  // namespace sg

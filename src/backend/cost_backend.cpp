@@ -1,10 +1,12 @@
 // Counting the CUDA backend's work per op; see cost_backend.h. Each op's bytes are those its
-// kernels read and write in kernels/cuda/ today (F = 4: every tensor is fp32 in memory), its
+// kernels read and write in kernels/cuda/ today (F = 4 for an fp32 tensor, es(x) for an
+// activation: 2 when it is stored in bf16), its
 // flops the products' (2 per multiply-add) or attention's; elementwise arithmetic is not
 // counted (those ops are bound by their bytes). The comments name the kernels.
 #include "backend/cost_backend.h"
 
 #include <cstring>
+#include <utility>
 
 #include "util/error.h"
 
@@ -15,6 +17,7 @@ constexpr double F = 4;  // bytes of a float in device memory
 constexpr double I = 4;  // bytes of an int32 (token ids, labels, argmax)
 
 double d(long v) { return static_cast<double>(v); }
+double es(ConstAct x) { return static_cast<double>(dtype_size(x.dtype)); }  // bytes an element
 
 // Causal attention: query t attends to keys 0..t, T(T+1)/2 pairs a head; each pair is HS
 // multiply-adds for the scores and HS for the weighted values (2 products, 2 flops each).
@@ -30,14 +33,15 @@ void CostBackend::reset_counts() {
 }
 
 void CostBackend::count(const std::string& name, double bytes, double launches, CostKind kind,
-                        double flops) {
+                        double flops, bool operands16) {
   auto [it, added] = index_.emplace(name, ops_.size());
   if (added) {
     OpCost op;
     op.name = name;
     op.kind = kind;
     op.reduced = kind != CostKind::Memory && reduced();
-    op.fp32_operands = (kind == CostKind::Matrix || kind == CostKind::Convolution) && reduced();
+    op.fp32_operands =
+        (kind == CostKind::Matrix || kind == CostKind::Convolution) && reduced() && !operands16;
     ops_.push_back(op);
   }
   OpCost& op = ops_[it->second];
@@ -89,29 +93,48 @@ void CostBackend::fill(const TensorView& t, double /*value*/) {
 
 // --- linear algebra and elementwise --------------------------------------------------------------
 
-// cuBLASLt: out = inp @ W^T with the bias in the epilogue (cublaslt_gemm.h).
-void CostBackend::matmul_forward(Act, ConstAct, const float*, const float* bias, int N,
+// cuBLASLt: out = inp @ W^T with the bias in the epilogue (cublaslt_gemm.h). With an activation
+// stored in bf16 it is a 16-bit GEMM: the fp32 weight (and any fp32 activation) cast to bf16
+// first, per call (counted apart).
+void CostBackend::matmul_forward(Act out, ConstAct inp, const float*, const float* bias, int N,
                                  int C, int OC) {
-  const double bytes = F * (d(N) * C + d(OC) * C + d(N) * OC + (bias ? OC : 0));
-  count("matmul_forward", bytes, 1, CostKind::Matrix, 2.0 * N * C * OC);
+  const bool in16 = out.bf16() || inp.bf16();
+  const double w = in16 ? 2 : F, x = in16 ? 2 : es(inp);
+  const double bytes = w * d(OC) * C + x * d(N) * C + es(out) * d(N) * OC + (bias ? F * OC : 0);
+  count("matmul_forward", bytes, 1, CostKind::Matrix, 2.0 * N * C * OC, in16);
+  if (in16) {
+    double cast = (F + 2) * d(OC) * C, launches = 1;
+    if (!inp.bf16()) cast += (F + 2) * d(N) * C, launches += 1;
+    count("matmul_forward: bf16 casts", cast, launches);
+  }
 }
-// dinp = dout @ W; dweight += dout^T @ inp (beta 1: read and written); dbias: our column sums
-// (matmul.cuh), partials then their sum.
-void CostBackend::matmul_backward(Act dinp, float*, float* dbias, ConstAct, ConstAct,
+// dinp = dout @ W; dweight += dout^T @ inp (beta 1: read and written, fp32); dbias: our column
+// sums (matmul.cuh), partials then their sum.
+void CostBackend::matmul_backward(Act dinp, float*, float* dbias, ConstAct dout, ConstAct inp,
                                   const float*, int N, int C, int OC) {
-  double bytes = F * (d(N) * OC + d(N) * C + 2.0 * OC * C);
+  const bool in16 = (dinp && dinp.bf16()) || dout.bf16() || inp.bf16();
+  const double w = in16 ? 2 : F, g = in16 ? 2 : es(dout), x = in16 ? 2 : es(inp);
+  double bytes = g * d(N) * OC + x * d(N) * C + 2.0 * F * OC * C;
   double flops = 2.0 * N * C * OC, launches = 1;
   if (dinp) {
-    bytes += F * (d(N) * OC + d(OC) * C + d(N) * C);
+    bytes += g * d(N) * OC + w * d(OC) * C + es(dinp) * d(N) * C;
     flops += 2.0 * N * C * OC;
     launches += 1;
   }
-  count("matmul_backward", bytes, launches, CostKind::Matrix, flops);
-  if (dbias != nullptr) count("matmul_backward: bias sums", F * (d(N) * OC + 2.0 * OC), 2);
+  count("matmul_backward", bytes, launches, CostKind::Matrix, flops, in16);
+  if (in16) {
+    double cast = (F + 2) * d(OC) * C, casts = 1;
+    if (!dout.bf16()) cast += (F + 2) * d(N) * OC, casts += 1;
+    if (!inp.bf16()) cast += (F + 2) * d(N) * C, casts += 1;
+    count("matmul_backward: bf16 casts", cast, casts);
+  }
+  if (dbias != nullptr) count("matmul_backward: bias sums", es(dout) * d(N) * OC + 2.0 * F * OC, 2);
 }
-void CostBackend::gelu_forward(Act, ConstAct, long n) { count("gelu_forward", 2 * F * d(n)); }
-void CostBackend::gelu_backward(Act, ConstAct, ConstAct, long n) {
-  count("gelu_backward", 3 * F * d(n));
+void CostBackend::gelu_forward(Act out, ConstAct inp, long n) {
+  count("gelu_forward", (es(inp) + es(out)) * d(n));
+}
+void CostBackend::gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) {
+  count("gelu_backward", (es(inp) + es(dout) + es(dinp)) * d(n));
 }
 void CostBackend::relu_forward(float*, const float*, long n) { count("relu_forward", 2 * F * d(n)); }
 void CostBackend::relu_backward(float*, const float*, const float*, long n) {
@@ -131,9 +154,9 @@ void CostBackend::scale(float*, float, long n) { count("scale", 2 * F * d(n)); }
 
 // --- transformer ---------------------------------------------------------------------------------
 
-void CostBackend::layernorm_forward(Act, float*, float*, const float*, const float*,
+void CostBackend::layernorm_forward(Act out, float*, float*, const float*, const float*,
                                     const float*, int N, int C) {
-  count("layernorm_forward", F * (2.0 * N * C + 2.0 * C + 2.0 * N));
+  count("layernorm_forward", (F + es(out)) * N * C + F * (2.0 * C + 2.0 * N));
 }
 // dinp += (read and written), dout and inp read; per-block partials of dweight, dbias, summed by
 // a second kernel.
@@ -144,35 +167,42 @@ void CostBackend::layernorm_backward(float*, float*, float*, const float*, const
 AttentionStorage CostBackend::attention_storage(int B, int T, int NH) const {
   return attention_storage_for("cuda", B, T, NH);
 }
-// fp32: our flash kernel reads qkv, writes out and the log-sum-exp. bf16/fp16: qkv cast to a
-// 16-bit copy, cuDNN's SDPA on it (16-bit out), out cast back (attention_op.cu).
-void CostBackend::attention_forward(Act, float*, ConstAct, int B, int T, int C, int NH) {
+// fp32: our flash kernel reads qkv, writes out and the log-sum-exp. bf16/fp16: cuDNN's SDPA on
+// 16-bit qkv and out (attention_op.cu): the activations themselves where they are stored in
+// bf16, else 16-bit copies cast from and to fp32. A bf16-stored tensor on our fp32 kernels is
+// widened into a copy (and out rounded back).
+void CostBackend::attention_forward(Act out, float*, ConstAct qkv, int B, int T, int C, int NH) {
   const double n = d(B) * T * C, lse = F * B * NH * T;
   const double flops = attention_forward_flops(B, T, C);
-  if (sdpa(C / NH)) {
-    count("attention_forward", 2 * 3 * n + 2 * n + lse, 1, CostKind::Attention, flops);
-    count("attention_forward: 16-bit copies", (F + 2) * 3 * n + (2 + F) * n, 2);
-  } else {
-    count("attention_forward", F * 4 * n + lse, 1, CostKind::Attention, flops);
-  }
+  const bool fused = sdpa(C / NH);
+  const double kernel_bytes = fused ? 2.0 : F;  // what the kernel reads and writes an element
+  count("attention_forward", kernel_bytes * 4 * n + lse, 1, CostKind::Attention, flops);
+  double copies = 0, launches = 0;
+  if ((es(qkv) == F) == fused) copies += (F + 2) * 3 * n, launches += 1;
+  if ((es(out) == F) == fused) copies += (2 + F) * n, launches += 1;
+  if (launches > 0) count("attention_forward: 16-bit copies", copies, launches);
 }
 // The backward recomputes the scores: 5 products to the forward's 2. fp32: the row deltas
-// (dout . out), then dq and dk, dv (+=). bf16/fp16: qkv, out and dout cast to 16 bits, SDPA's
-// backward, its 16-bit dq, dk, dv added into dqkv.
-void CostBackend::attention_backward(float*, float*, ConstAct, ConstAct, ConstAct, const float*,
-                                     int B, int T, int C, int NH) {
+// (dout . out), then dq and dk, dv (+=). bf16/fp16: SDPA's backward on 16-bit qkv, out and dout
+// (copies as in the forward), its 16-bit dq, dk, dv added into the fp32 dqkv.
+void CostBackend::attention_backward(float*, float*, ConstAct dout, ConstAct qkv, ConstAct out,
+                                     const float*, int B, int T, int C, int NH) {
   const double n = d(B) * T * C, lse = F * B * NH * T;
   const double flops = 2.5 * attention_forward_flops(B, T, C);
-  if (sdpa(C / NH)) {
-    // SDPA reads the 16-bit qkv, out, dout and writes dq, dk, dv; the copies: qkv, out and dout
-    // cast, then dqkv += the 16-bit gradients.
+  const bool fused = sdpa(C / NH);
+  double copies = 0, launches = 0;
+  for (const auto& [x, elements] : {std::pair{qkv, 3 * n}, {out, n}, {dout, n}}) {
+    if ((es(x) == F) == fused) copies += (F + 2) * elements, launches += 1;
+  }
+  if (fused) {
     count("attention_backward", 2 * 5 * n + lse + 2 * 3 * n, 1, CostKind::Attention, flops);
-    count("attention_backward: 16-bit copies", (F + 2) * 5 * n + (2 + 2 * F) * 3 * n, 4);
+    copies += (2 + 2 * F) * 3 * n, launches += 1;  // dqkv += the 16-bit gradients
   } else {
     const double deltas = F * 2 * n + lse;
     const double kernels = F * (3 * n + 2 * n) * 2 + 2 * lse + 2 * F * 3 * n;
     count("attention_backward", deltas + kernels, 4, CostKind::Attention, flops);
   }
+  if (launches > 0) count("attention_backward: 16-bit copies", copies, launches);
 }
 void CostBackend::encoder_forward(float*, const int32_t*, const float*, const float*, int B,
                                   int T, int C) {

@@ -1,8 +1,9 @@
 #pragma once
 // A backend that computes nothing and counts what each op would cost on the CUDA backend: its
 // arithmetic (on the matrix units, in attention, or none worth counting) and the bytes it moves
-// through device memory, per kernel as kernels/cuda/ runs it today (fp32 tensors in memory in
-// every precision; bf16/fp16 attention through cuDNN's SDPA on 16-bit copies). `plan --gpu` runs
+// through device memory, per kernel as kernels/cuda/ runs it today (each activation in the type
+// it is stored in, docs/bf16.md; everything else fp32; attention under bf16/fp16 through
+// cuDNN's SDPA, on 16-bit copies of what is stored in fp32). `plan --gpu` runs
 // one training step of the job on it and prices the counts with a GPU's data sheet
 // (gpu_estimate.h); docs/gpu.md "Estimates" says how, and how the estimate compared with the
 // H200 when one was lent.
@@ -58,6 +59,7 @@ class CostBackend final : public Backend {
   size_t device_memory_peak() override { return peak_; }
   void synchronize() override {}
   void set_precision(const std::string& precision) override;
+  DType activation_dtype() const override { return activation_dtype_for("cuda", precision_); }
 
   void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
                       int C, int OC) override;
@@ -166,8 +168,10 @@ class CostBackend final : public Backend {
 
  private:
   // Adds one call of `name`: memory-bound unless flops are given.
+  // operands16: the products' operands are 16-bit tensors (else fp32 ones, rounded by the GEMM
+  // under reduced precision); an op's first call decides.
   void count(const std::string& name, double bytes, double launches = 1,
-             CostKind kind = CostKind::Memory, double flops = 0);
+             CostKind kind = CostKind::Memory, double flops = 0, bool operands16 = false);
   bool reduced() const { return precision_ != "fp32"; }
   // Whether attention of head size HS runs through cuDNN's SDPA (kernels/cuda/attention_op.cu).
   bool sdpa(int head_size) const;

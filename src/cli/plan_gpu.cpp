@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.h"
 #include "backend/gpu_estimate.h"
 #include "config/job_spec.h"
 #include "model/model_family.h"
@@ -36,6 +37,10 @@ void plan_gpu_estimate(const JobSpec& spec, const ModelFamily& family, const std
   const StepEstimate step = estimate_step(counted.ops, *sheet, efficiency);
 
   const bool reduced = spec.train.precision != "fp32";
+  // What the family stores in 16 bits on a GPU (docs/bf16.md): its activations, or nothing.
+  const bool act16 = family.activation_storage() != DType::F32 &&
+                     activation_dtype_for("cuda", spec.train.precision) != DType::F32;
+  const std::string storage = act16 ? "bf16 activations" : "fp32";
   const double peak = (reduced ? sheet->reduced_tflops : sheet->fp32_tflops) * 1e12;
   const double samples = static_cast<double>(spec.train.micro_batch) * micro_batches;
   const double model_flops = family.training_flops_per_sample() * samples;
@@ -59,7 +64,7 @@ void plan_gpu_estimate(const JobSpec& spec, const ModelFamily& family, const std
       {"gpu", sheet->key},
       {"gpu_name", sheet->name},
       {"precision", spec.train.precision},
-      {"storage", "fp32"},
+      {"storage", storage},
       {"micro_batches", micro_batches},
       {"samples", samples},
       {"step_seconds", step.seconds},
@@ -87,8 +92,10 @@ void plan_gpu_estimate(const JobSpec& spec, const ModelFamily& family, const std
   fmt::print("gpu estimate:      {}, {} ({}): {:.1f} ms a step of {}{} {} ({} micro-batch{}) "
              "on one GPU, {:.0f} {}/s, {:.1f}% MFU of {:.0f} TFLOP/s\n",
              sheet->name, spec.train.precision,
-             reduced ? "products in " + spec.train.precision + ", tensors fp32 in memory"
-                     : "fp32 throughout",
+             !reduced ? "fp32 throughout"
+             : act16  ? "products and activations in " + spec.train.precision +
+                           ", weights and optimizer state fp32"
+                      : "products in " + spec.train.precision + ", tensors fp32 in memory",
              1e3 * step.seconds, samples_on_gpu,
              units > 1 ? fmt::format(" x {}", units) : std::string(), unit, micro_batches,
              micro_batches == 1 ? "" : "es", per_second, unit, 100 * mfu, peak / 1e12);

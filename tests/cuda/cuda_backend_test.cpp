@@ -224,6 +224,100 @@ TEST_CASE("attention in bf16 and fp16: cuDNN's fused SDPA where the module has i
   if (module_has_cudnn_sdpa()) check_reduced_attention("bf16", 1, 32, 256, 2, 57);
 }
 
+namespace {
+
+sg::Act act(Twin<uint16_t>& t, bool on_gpu) {
+  return {on_gpu ? t.g() : t.c(), sg::DType::BF16};
+}
+// A bf16 twin's GPU values against its CPU values, both widened: bf16's tolerance.
+void check_bf16(const Twin<uint16_t>& t, const char* what) {
+  INFO(what);
+  const auto got = from_bf16_bits(t.gpu_values()), want = from_bf16_bits(t.cpu_values());
+  CHECK(relative_to_largest(got.data(), want.data(), got.size()) < kReducedRelative);
+}
+
+}  // namespace
+
+TEST_CASE("bf16 storage: products, GELU, layer norm and attention on bf16 activations") {
+  // docs/bf16.md: under bf16 both backends store these activations in 16 bits; the GPU's ops on
+  // them against the CPU backend's, which the kernel tests hold to the fp32 ops.
+  REQUIRE(gpu().activation_dtype() == sg::DType::F32);
+  gpu().set_precision("bf16");
+  cpu().set_precision("bf16");
+  CHECK(gpu().activation_dtype() == sg::DType::BF16);
+  const int N = 64, C = 128, OC = 96;
+  Twin<uint16_t> x(bf16_bits(random_floats(static_cast<size_t>(N) * C, 61)));
+  Twin<float> w(random_floats(static_cast<size_t>(OC) * C, 62)), bias(random_floats(OC, 63));
+  // A product into bf16 (the MLP's first) and into fp32 (a projection into the residual).
+  Twin<uint16_t> out16(static_cast<size_t>(N) * OC, 0);
+  Twin<float> out32(static_cast<size_t>(N) * OC, 0.0f);
+  for (const bool g : {false, true}) {
+    Backend& be = g ? gpu() : cpu();
+    be.matmul_forward(act(out16, g), act(x, g), g ? w.g() : w.c(), g ? bias.g() : bias.c(), N, C, OC);
+    be.matmul_forward(g ? out32.g() : out32.c(), act(x, g), g ? w.g() : w.c(), nullptr, N, C, OC);
+  }
+  check_bf16(out16, "matmul_forward into bf16");
+  auto got = out32.gpu_values();
+  CHECK(relative_to_largest(got.data(), out32.cpu_values().data(), got.size()) < kReducedRelative);
+  // The backward with bf16 dout and dinp, and with an fp32 dout (dqkv's case).
+  Twin<uint16_t> dout16(bf16_bits(random_floats(static_cast<size_t>(N) * OC, 64)));
+  Twin<float> dout32(random_floats(static_cast<size_t>(N) * OC, 65));
+  Twin<uint16_t> dinp(static_cast<size_t>(N) * C, 0);
+  Twin<float> dw(static_cast<size_t>(OC) * C, 0.5f), db(OC, 0.25f);
+  Twin<float> dinp32(static_cast<size_t>(N) * C, 0.0f), dw2(static_cast<size_t>(OC) * C, 0.0f);
+  for (const bool g : {false, true}) {
+    Backend& be = g ? gpu() : cpu();
+    be.matmul_backward(act(dinp, g), g ? dw.g() : dw.c(), g ? db.g() : db.c(), act(dout16, g),
+                       act(x, g), g ? w.g() : w.c(), N, C, OC);
+    be.matmul_backward(g ? dinp32.g() : dinp32.c(), g ? dw2.g() : dw2.c(), nullptr,
+                       g ? dout32.g() : dout32.c(), act(x, g), g ? w.g() : w.c(), N, C, OC);
+  }
+  check_bf16(dinp, "matmul_backward dinp (bf16)");
+  check_twin(db, kAccumulated, "matmul_backward dbias from bf16 dout (+=)");
+  for (Twin<float>* t : {&dw, &dinp32, &dw2}) {
+    got = t->gpu_values();
+    CHECK(relative_to_largest(got.data(), t->cpu_values().data(), got.size()) < kReducedRelative);
+  }
+  // GELU and the layer norm.
+  const long n = static_cast<long>(N) * C;
+  Twin<uint16_t> gelu(static_cast<size_t>(n), 0), dgelu(static_cast<size_t>(n), 0);
+  Twin<float> xs(random_floats(static_cast<size_t>(n), 66, -2.0f, 3.0f));
+  Twin<float> lw(random_floats(C, 67, 0.5f, 1.5f)), lb(random_floats(C, 68));
+  Twin<uint16_t> ln(static_cast<size_t>(n), 0);
+  Twin<float> mean(N, 0.0f), rstd(N, 0.0f);
+  for (const bool g : {false, true}) {
+    Backend& be = g ? gpu() : cpu();
+    be.gelu_forward(act(gelu, g), act(x, g), n);
+    be.gelu_backward(act(dgelu, g), act(x, g), act(gelu, g), n);
+    be.layernorm_forward(act(ln, g), g ? mean.g() : mean.c(), g ? rstd.g() : rstd.c(),
+                         g ? xs.g() : xs.c(), g ? lw.g() : lw.c(), g ? lb.g() : lb.c(), N, C);
+  }
+  check_bf16(gelu, "gelu_forward");
+  check_bf16(dgelu, "gelu_backward");
+  check_bf16(ln, "layernorm_forward into bf16");
+  check_twin(rstd, kAccumulated, "layernorm rstd");
+  // Attention on bf16 qkv, out and dout (cuDNN straight on them where the module has it).
+  const int B = 2, T = 64, NH = 4, Ca = 256;
+  Twin<uint16_t> qkv(bf16_bits(random_floats(static_cast<size_t>(B) * T * 3 * Ca, 69)));
+  Twin<uint16_t> ao(static_cast<size_t>(B) * T * Ca, 0);
+  Twin<uint16_t> ado(bf16_bits(random_floats(static_cast<size_t>(B) * T * Ca, 70)));
+  Twin<float> dqkv(qkv.size(), 0.5f);
+  const sg::AttentionStorage on_gpu = gpu().attention_storage(B, T, NH);
+  std::vector<float> att(cpu().attention_storage(B, T, NH).state);
+  Twin<float> lse(on_gpu.state, 0.0f), delta(std::max<size_t>(1, on_gpu.scratch), 0.0f);
+  cpu().attention_forward(act(ao, false), att.data(), act(qkv, false), B, T, Ca, NH);
+  gpu().attention_forward(act(ao, true), lse.g(), act(qkv, true), B, T, Ca, NH);
+  check_bf16(ao, "attention_forward on bf16");
+  cpu().attention_backward(dqkv.c(), nullptr, act(ado, false), act(qkv, false), act(ao, false),
+                           att.data(), B, T, Ca, NH);
+  gpu().attention_backward(dqkv.g(), delta.g(), act(ado, true), act(qkv, true), act(ao, true),
+                           lse.g(), B, T, Ca, NH);
+  got = dqkv.gpu_values();
+  CHECK(relative_to_largest(got.data(), dqkv.cpu_values().data(), got.size()) < kReducedRelative);
+  cpu().set_precision("fp32");
+  gpu().set_precision("fp32");
+}
+
 TEST_CASE("embeddings: whole and vocabulary-parallel, forward and backward") {
   const int B = 3, T = 9, C = 48, V = 60, maxT = 16;
   auto ids = random_ints(static_cast<size_t>(B) * T, 51, 0, V - 1);

@@ -463,3 +463,71 @@ TEST_CASE("emulated GPU: real launch shapes: C = 768 over many rows, V = 50304, 
   sg::cuda::batchnorm_sums(sums.data(), scratch.data(), a.data(), M, K, kStream);
   CHECK_CLOSE(sums.data(), sums_ref.data(), sums.size(), kFp32, "sums over 13 bands");
 }
+
+namespace {
+
+std::vector<__nv_bfloat16> to_nv_bf16(const std::vector<float>& v) {
+  std::vector<__nv_bfloat16> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = __float2bfloat16(v[i]);
+  return r;
+}
+std::vector<float> from_nv_bf16(const std::vector<__nv_bfloat16>& v) {
+  std::vector<float> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = __bfloat162float(v[i]);
+  return r;
+}
+// Two bf16 results of the same op computed in fp32 by different formulas or orders: within one
+// bf16 rounding of each other (2^-8 relative) plus a small absolute slack near zero.
+constexpr Tolerance kOneRounding{1e-5, 1.0 / 128};
+
+}  // namespace
+
+TEST_CASE("emulated GPU: bf16 storage in GELU, layer norm, the bias broadcast and its gradient") {
+  // docs/bf16.md: the kernels load bf16 exactly, compute in fp32 and round on the store; against
+  // the CPU's bf16 kernels on the same values.
+  const long n = 3001;
+  const auto x = bf16_bits(random_floats(n, 91, -4.0f, 4.0f)), g = bf16_bits(random_floats(n, 92));
+  const auto xf = from_bf16_bits(x), gf = from_bf16_bits(g);
+  std::vector<uint16_t> ref(n), dref(n);
+  sg::cpu::gelu_forward_bf16(ref.data(), x.data(), n);
+  sg::cpu::gelu_backward_bf16(dref.data(), x.data(), g.data(), n);
+  const auto x16 = to_nv_bf16(xf), g16 = to_nv_bf16(gf);
+  std::vector<__nv_bfloat16> out(n), dinp(n);
+  sg::cuda::gelu_forward(out.data(), x16.data(), n, kStream);
+  sg::cuda::gelu_backward(dinp.data(), x16.data(), g16.data(), n, kStream);
+  CHECK_CLOSE(from_nv_bf16(out).data(), from_bf16_bits(ref).data(), size_t(n), kOneRounding, "gelu forward");
+  CHECK_CLOSE(from_nv_bf16(dinp).data(), from_bf16_bits(dref).data(), size_t(n), kOneRounding, "gelu backward");
+
+  const int N = 70, C = 96;  // rows over several blocks of 8 warps
+  const auto xs = random_floats(size_t(N) * C, 93, -2.0f, 3.0f);
+  const auto w = random_floats(C, 94, 0.5f, 1.5f), b = random_floats(C, 95);
+  std::vector<uint16_t> y_ref(xs.size());
+  std::vector<float> m_ref(N), s_ref(N), m(N), s(N);
+  sg::cpu::layernorm_forward_bf16(y_ref.data(), m_ref.data(), s_ref.data(), xs.data(), w.data(),
+                                  b.data(), N, C);
+  std::vector<__nv_bfloat16> y(xs.size());
+  sg::cuda::layernorm_forward(y.data(), m.data(), s.data(), xs.data(), w.data(), b.data(), N, C,
+                              kStream);
+  CHECK_CLOSE(from_nv_bf16(y).data(), from_bf16_bits(y_ref).data(), y.size(), kOneRounding, "layernorm out");
+  CHECK_CLOSE(s.data(), s_ref.data(), size_t(N), kFp32, "layernorm rstd");
+
+  // The bias broadcast into a bf16 output: the bias rounded, exactly.
+  const auto bias = random_floats(19, 96);
+  std::vector<__nv_bfloat16> rows(7 * 19);
+  sg::cuda::broadcast_bias(rows.data(), bias.data(), 7, 19, kStream);
+  const auto rows_f = from_nv_bf16(rows);
+  for (int r = 0; r < 7; ++r) {
+    for (int o = 0; o < 19; ++o) {
+      CHECK(rows_f[r * 19 + o] == sg::bf16_to_float(sg::float_to_bf16(bias[o])));
+    }
+  }
+  // The bias gradient from a bf16 dout: the fp32 sums of its values, in the same fixed order.
+  const int rows_n = 600, OC = 33;
+  const auto dout_f = from_bf16_bits(bf16_bits(random_floats(size_t(rows_n) * OC, 97)));
+  const auto dout16 = to_nv_bf16(dout_f);
+  std::vector<float> db16(OC, 0.5f), db32(OC, 0.5f);
+  std::vector<float> scratch(static_cast<size_t>(sg::cuda::bias_backward_scratch(rows_n, OC)));
+  sg::cuda::bias_backward(db16.data(), scratch.data(), dout16.data(), rows_n, OC, kStream);
+  sg::cuda::bias_backward(db32.data(), scratch.data(), dout_f.data(), rows_n, OC, kStream);
+  CHECK(db16 == db32);
+}

@@ -36,6 +36,18 @@ inline std::vector<float> bf16_rounded(const std::vector<float>& v) {
   return r;
 }
 
+// Each value as bf16 bits (sg::float_to_bf16), and bf16 bits back to fp32 (exact).
+inline std::vector<std::uint16_t> bf16_bits(const std::vector<float>& v) {
+  std::vector<std::uint16_t> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = sg::float_to_bf16(v[i]);
+  return r;
+}
+inline std::vector<float> from_bf16_bits(const std::vector<std::uint16_t>& v) {
+  std::vector<float> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = sg::bf16_to_float(v[i]);
+  return r;
+}
+
 inline std::vector<double> to_double(const std::vector<float>& x) {
   return std::vector<double>(x.begin(), x.end());
 }

@@ -21,17 +21,6 @@ using namespace sg::test;
 
 namespace {
 
-std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
-  std::vector<uint16_t> r(v.size());
-  for (size_t i = 0; i < v.size(); ++i) r[i] = sg::float_to_bf16(v[i]);
-  return r;
-}
-std::vector<float> widen(const std::vector<uint16_t>& v) {
-  std::vector<float> r(v.size());
-  for (size_t i = 0; i < v.size(); ++i) r[i] = sg::bf16_to_float(v[i]);
-  return r;
-}
-
 const sg::cpu::KernelTable& k() { return sg::cpu::kernels(); }
 
 // |a - b| within one bf16 rounding of b (2^-8 relative) plus atol.
@@ -53,7 +42,7 @@ TEST_CASE("layernorm_forward_bf16: the fp32 kernel's output rounded, the same st
                         bias.data(), N, C);
   k().layernorm_forward_bf16(out16.data(), mean16.data(), rstd16.data(), inp.data(), w.data(),
                              bias.data(), N, C);
-  CHECK(out16 == to_bf16(out32));
+  CHECK(out16 == bf16_bits(out32));
   CHECK(mean16 == mean32);
   CHECK(rstd16 == rstd32);
 
@@ -63,7 +52,7 @@ TEST_CASE("layernorm_forward_bf16: the fp32 kernel's output rounded, the same st
   k().residual_layernorm_forward_bf16(res16.data(), out16.data(), mean16.data(), rstd16.data(),
                                       inp.data(), b.data(), w.data(), bias.data(), N, C);
   CHECK(res16 == res32);  // the residual stream stays fp32
-  CHECK(out16 == to_bf16(out32));
+  CHECK(out16 == bf16_bits(out32));
   CHECK(rstd16 == rstd32);
 }
 
@@ -71,23 +60,23 @@ TEST_CASE("gelu on bf16 storage: the fp32 kernel on the same values, rounded") {
   const long n = 100003;  // odd, threaded
   const auto x = random_floats(size_t(n), 5, -6.0f, 6.0f);
   const auto g = random_floats(size_t(n), 6);
-  const auto x16 = to_bf16(x), g16 = to_bf16(g);
-  const auto xr = widen(x16), gr = widen(g16);
+  const auto x16 = bf16_bits(x), g16 = bf16_bits(g);
+  const auto xr = from_bf16_bits(x16), gr = from_bf16_bits(g16);
   const size_t count = static_cast<size_t>(n);
   std::vector<float> out32(count), din32(count);
   std::vector<uint16_t> out16(count), din16(count);
   k().gelu_forward(out32.data(), xr.data(), n);
   k().gelu_forward_bf16(out16.data(), x16.data(), n);
-  CHECK(out16 == to_bf16(out32));
+  CHECK(out16 == bf16_bits(out32));
   k().gelu_backward(din32.data(), xr.data(), gr.data(), n);
   k().gelu_backward_bf16(din16.data(), x16.data(), g16.data(), n);
-  CHECK(din16 == to_bf16(din32));
+  CHECK(din16 == bf16_bits(din32));
 
   // Against the fp32 op on the unrounded inputs: bf16's tolerance.
   k().gelu_forward(out32.data(), x.data(), n);
-  CHECK_CLOSE(widen(out16).data(), out32.data(), count, kBf16, "gelu forward vs fp32");
+  CHECK_CLOSE(from_bf16_bits(out16).data(), out32.data(), count, kBf16, "gelu forward vs fp32");
   k().gelu_backward(din32.data(), x.data(), g.data(), n);
-  CHECK_CLOSE(widen(din16).data(), din32.data(), count, kBf16, "gelu backward vs fp32");
+  CHECK_CLOSE(from_bf16_bits(din16).data(), din32.data(), count, kBf16, "gelu backward vs fp32");
 }
 
 TEST_CASE("attention on bf16 storage: the fp32 kernels on the same values") {
@@ -100,8 +89,8 @@ TEST_CASE("attention on bf16 storage: the fp32 kernels on the same values") {
     const size_t n_lse = size_t(s.B) * s.NH * s.T;
     const auto qkv = random_floats(n_qkv, 7, -2.0f, 2.0f);
     const auto dout = random_floats(n_out, 8);
-    const auto qkv16 = to_bf16(qkv), dout16 = to_bf16(dout);
-    const auto qkvr = widen(qkv16), doutr = widen(dout16);
+    const auto qkv16 = bf16_bits(qkv), dout16 = bf16_bits(dout);
+    const auto qkvr = from_bf16_bits(qkv16), doutr = from_bf16_bits(dout16);
 
     std::vector<float> out32(n_out), lse32(n_lse), lse16(n_lse);
     std::vector<uint16_t> out16(n_out);
@@ -109,7 +98,7 @@ TEST_CASE("attention on bf16 storage: the fp32 kernels on the same values") {
     k().attention_forward_bf16(out16.data(), lse16.data(), qkv16.data(), s.B, s.T, s.C, s.NH);
     // The bf16 path multiplies dense copies of each head (other strides for the same sgemm):
     // within a rounding of the fp32 kernel's output, and its statistics to fp32's accuracy.
-    check_within_one_rounding(widen(out16), out32, 1e-6, "out");
+    check_within_one_rounding(from_bf16_bits(out16), out32, 1e-6, "out");
     CHECK_CLOSE(lse16.data(), lse32.data(), n_lse, kFp32, "lse");
 
     const auto d0 = random_floats(n_qkv, 9);  // dqkv is +=
@@ -122,15 +111,15 @@ TEST_CASE("attention on bf16 storage: the fp32 kernels on the same values") {
 
     // Against fp32 on the unrounded tensors: bf16's tolerance.
     k().attention_forward(out32.data(), lse32.data(), qkv.data(), s.B, s.T, s.C, s.NH);
-    CHECK_CLOSE(widen(out16).data(), out32.data(), n_out, kBf16, "out vs unrounded fp32");
+    CHECK_CLOSE(from_bf16_bits(out16).data(), out32.data(), n_out, kBf16, "out vs unrounded fp32");
   }
 }
 
 TEST_CASE("bf16 matmul with bf16 activations: bitwise the fp32 operands of the same values") {
   const int n = 200, c = 72, oc = 136;
-  const auto inp16 = to_bf16(random_floats(size_t(n) * c, 11));
-  const auto dout16 = to_bf16(random_floats(size_t(n) * oc, 12));
-  const auto inp = widen(inp16), dout = widen(dout16);
+  const auto inp16 = bf16_bits(random_floats(size_t(n) * c, 11));
+  const auto dout16 = bf16_bits(random_floats(size_t(n) * oc, 12));
+  const auto inp = from_bf16_bits(inp16), dout = from_bf16_bits(dout16);
   const auto weight = random_floats(size_t(oc) * c, 13), bias = random_floats(oc, 14);
   const auto dweight0 = random_floats(size_t(oc) * c, 15);
   using Forward = decltype(&sg::cpu::matmul_forward_bf16);
@@ -157,7 +146,7 @@ TEST_CASE("bf16 matmul with bf16 activations: bitwise the fp32 operands of the s
       p.forward(out32.data(), inp.data(), weight.data(), b, n, c, oc);
       p.forward(sg::Act(out16.data(), sg::DType::BF16),
                 sg::ConstAct(inp16.data(), sg::DType::BF16), weight.data(), b, n, c, oc);
-      CHECK(out16 == to_bf16(out32));
+      CHECK(out16 == bf16_bits(out32));
       std::vector<float> out_mixed(out32.size());  // bf16 input, fp32 output
       p.forward(out_mixed.data(), sg::ConstAct(inp16.data(), sg::DType::BF16), weight.data(), b,
                 n, c, oc);
@@ -171,7 +160,7 @@ TEST_CASE("bf16 matmul with bf16 activations: bitwise the fp32 operands of the s
     p.backward(sg::Act(din16.data(), sg::DType::BF16), dw16.data(), db16.data(),
                sg::ConstAct(dout16.data(), sg::DType::BF16),
                sg::ConstAct(inp16.data(), sg::DType::BF16), weight.data(), n, c, oc);
-    CHECK(din16 == to_bf16(din32));
+    CHECK(din16 == bf16_bits(din32));
     CHECK(dw16 == dw32);
     CHECK(db16 == db32);
     // No input gradient wanted (the first layer of a stage).

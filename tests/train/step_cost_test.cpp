@@ -65,14 +65,36 @@ TEST_CASE("a GPT-2 step's products count 2 x 3 flops per weight per token, per m
   CHECK(step.device_bytes < static_cast<size_t>(16 * params) + activations + (1 << 20));
 }
 
-TEST_CASE("bf16 counts attention on 16-bit copies and products reading fp32 tensors") {
+TEST_CASE("bf16 stores activations in 16 bits: no attention copies, 16-bit products") {
   const sg::JobSpec spec = sg::parse_job_spec(kGptJob, "<job>", {"train.precision=bf16"});
-  auto ops = by_name(sg::count_training_step(spec, 1).ops);
+  const sg::CountedStep step = sg::count_training_step(spec, 1);
+  auto ops = by_name(step.ops);
   CHECK(ops["matmul_forward"].reduced);
-  CHECK(ops["matmul_forward"].fp32_operands);
+  CHECK_FALSE(ops["matmul_forward"].fp32_operands);
+  CHECK_FALSE(ops["matmul_backward"].fp32_operands);
+  // The weights (fp32 masters) are cast to bf16 for each product: 4 bytes read, 2 written each.
+  const double C = 64, L = 2, Vp = 256;
+  const double weights = L * 12 * C * C + C * Vp;
+  CHECK(ops["matmul_forward: bf16 casts"].bytes == doctest::Approx(6 * weights));
   CHECK(ops["attention_forward"].reduced);
-  REQUIRE(ops.count("attention_forward: 16-bit copies") == 1);
-  CHECK(ops["attention_backward: 16-bit copies"].kind == sg::CostKind::Memory);
+  // qkv and out are stored in bf16: cuDNN reads and writes them as they are. Its backward's
+  // 16-bit gradients are added into the fp32 dqkv (2 bytes read, 4 read and written each).
+  CHECK(ops.count("attention_forward: 16-bit copies") == 0);
+  const double qkv = 4.0 * 32 * 3 * C * L;  // elements over the layers, one micro-batch of 4
+  CHECK(ops["attention_backward: 16-bit copies"].bytes == doctest::Approx(10 * qkv));
+  // GELU reads and writes 2 bytes an element: 4C per token per layer.
+  CHECK(ops["gelu_forward"].bytes == doctest::Approx(4 * 4.0 * 32 * 4 * C * L));
+
+  // fp16 keeps fp32 tensors: attention on 16-bit copies, products reading fp32 operands, and
+  // more activation memory.
+  const sg::JobSpec fp16 = sg::parse_job_spec(kGptJob, "<job>", {"train.precision=fp16"});
+  const sg::CountedStep step16 = sg::count_training_step(fp16, 1);
+  auto ops16 = by_name(step16.ops);
+  CHECK(ops16["matmul_forward"].fp32_operands);
+  REQUIRE(ops16.count("attention_forward: 16-bit copies") == 1);
+  CHECK(ops16["attention_backward: 16-bit copies"].kind == sg::CostKind::Memory);
+  CHECK(ops16["gelu_forward"].bytes == doctest::Approx(2 * ops["gelu_forward"].bytes));
+  CHECK(step16.device_bytes > step.device_bytes);
   // fp32 has no copies: its attention reads the fp32 qkv itself.
   const sg::JobSpec fp32 = sg::parse_job_spec(kGptJob, "<job>", {});
   CHECK(by_name(sg::count_training_step(fp32, 1).ops).count("attention_forward: 16-bit copies") == 0);
