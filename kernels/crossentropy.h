@@ -33,6 +33,17 @@ void crossentropy_forward_backward(float* losses,          // (N)
                                    const int32_t* targets, // (N)
                                    float dloss, int N, int V, int Vp);
 
+// The same three on logits stored in bf16 (docs/bf16.md): read exactly, the softmax and the loss
+// in fp32, the probabilities or the gradient rounded to bf16 on the store (in place allowed).
+// losses stay fp32.
+void crossentropy_forward_bf16(float* losses, uint16_t* probs, const uint16_t* logits,
+                               const int32_t* targets, int N, int V, int Vp);
+void crossentropy_backward_bf16(uint16_t* dlogits, const uint16_t* probs, const int32_t* targets,
+                                float dloss, int N, int V, int Vp);
+void crossentropy_forward_backward_bf16(float* losses, uint16_t* dlogits, const uint16_t* logits,
+                                        const int32_t* targets, float dloss, int N, int V,
+                                        int Vp);
+
 // Vocabulary-parallel cross-entropy ("vp"; Megatron-style tensor parallelism). logits_local is
 // (N, Vl): columns [v0, v0+Vl) of the padded vocabulary. Global columns >= V are padding: they
 // are ignored and get zero gradient (a rank may hold only padding). The caller combines the

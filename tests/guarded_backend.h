@@ -195,17 +195,17 @@ class GuardedBackend final : public Backend {
     inner_.encoder_backward_vocab_range(dwte_local, dwpe, dout, inp, B, T, C, v0, Vl);
   }
 
-  void crossentropy_forward(float* losses, float* probs, const float* logits, const int32_t* targets, int N, int V, int Vp) override {
+  void crossentropy_forward(float* losses, Act probs, ConstAct logits, const int32_t* targets, int N, int V, int Vp) override {
     const Unlocked open(*this);
     inner_.crossentropy_forward(losses, probs, logits, targets, N, V, Vp);
   }
 
-  void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets, float dloss, int N, int V, int Vp) override {
+  void crossentropy_backward(Act dlogits, ConstAct probs, const int32_t* targets, float dloss, int N, int V, int Vp) override {
     const Unlocked open(*this);
     inner_.crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp);
   }
 
-  void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits, const int32_t* targets, float dloss, int N, int V, int Vp) override {
+  void crossentropy_forward_backward(float* losses, Act dlogits, ConstAct logits, const int32_t* targets, float dloss, int N, int V, int Vp) override {
     const Unlocked open(*this);
     inner_.crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp);
   }

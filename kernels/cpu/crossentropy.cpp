@@ -8,35 +8,47 @@
 #include "kernels/crossentropy.h"
 
 #include <cmath>
+#include <vector>
 
+#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/fast_exp.h"
 
 namespace sg::cpu::inline SG_CPU_ISA {
 
 namespace {
 
-// One row: writes scale * softmax(x[0:V]) to p (which may be x), zeros the padding, and returns
-// -log softmax(x)[target].
-inline float softmax_row(float* p, const float* x, int target, float scale, int V, int Vp) {
-  float max_logit = -INFINITY;
+// The exponentials of one row of logits x (float or bf16) into e (which may be x when both are
+// float), relative to the row's max. Returns the sum of all but one max term: the max term
+// contributes exactly exp(0) = 1, and summing the others apart keeps the loss log(1 + rest)
+// accurate (log1p) when the prediction is confident and rest is tiny.
+template <class T>
+inline float row_exponentials(float* e, const T* x, int V, float& max_logit) {
+  max_logit = -INFINITY;
 #pragma omp simd reduction(max : max_logit)
-  for (int v = 0; v < V; ++v) max_logit = x[v] > max_logit ? x[v] : max_logit;
-  // Read before p overwrites x when computing in place.
-  const float target_logit = x[target];
-  // The max term contributes exactly exp(0) = 1; summing the others apart keeps the loss
-  // log(1 + rest) accurate (log1p) when the prediction is confident and rest is tiny.
+  for (int v = 0; v < V; ++v) {
+    const float x_v = detail::load(x + v);
+    max_logit = x_v > max_logit ? x_v : max_logit;
+  }
   float rest = 0.0f;
   int ties = 0;  // logits equal to the max: all but one belong to rest
 #pragma omp simd reduction(+ : rest, ties)
   for (int v = 0; v < V; ++v) {
-    const float x_v = x[v];  // read before p[v] overwrites it when in place
-    const float e = detail::exp_vectorisable(x_v - max_logit);
-    p[v] = e;
+    const float x_v = detail::load(x + v);  // read before e[v] overwrites it when in place
+    const float e_v = detail::exp_vectorisable(x_v - max_logit);
+    e[v] = e_v;
     const bool is_max = x_v == max_logit;
-    rest += is_max ? 0.0f : e;
+    rest += is_max ? 0.0f : e_v;
     ties += is_max ? 1 : 0;
   }
-  rest += static_cast<float>(ties - 1);
+  return rest + static_cast<float>(ties - 1);
+}
+
+// One row: writes scale * softmax(x[0:V]) to p (which may be x), zeros the padding, and returns
+// -log softmax(x)[target].
+inline float softmax_row(float* p, const float* x, int target, float scale, int V, int Vp) {
+  const float target_logit = x[target];  // read before p overwrites x when computing in place
+  float max_logit;
+  const float rest = row_exponentials(p, x, V, max_logit);
   const float factor = scale / (1.0f + rest);
 #pragma omp simd
   for (int v = 0; v < V; ++v) p[v] *= factor;
@@ -44,7 +56,67 @@ inline float softmax_row(float* p, const float* x, int target, float scale, int 
   return std::log1p(rest) - (target_logit - max_logit);
 }
 
+// The same on bf16 logits into bf16 p (which may be x): the exponentials in the thread's fp32
+// row `e`, then scale * e / sum rounded once, less `target_delta` at the target before the
+// rounding (the fused gradient). The arithmetic is softmax_row's, so p is its output rounded
+// and the loss its loss on the same values.
+inline float softmax_row_bf16(uint16_t* p, const uint16_t* x, int target, float scale,
+                              float target_delta, int V, int Vp, float* e) {
+  const float target_logit = detail::from_bf16(x[target]);
+  float max_logit;
+  const float rest = row_exponentials(e, x, V, max_logit);
+  const float factor = scale / (1.0f + rest);
+  const float p_target = e[target] * factor - target_delta;
+#pragma omp simd
+  for (int v = 0; v < V; ++v) p[v] = detail::to_bf16(e[v] * factor);
+  p[target] = detail::to_bf16(p_target);
+  for (int v = V; v < Vp; ++v) p[v] = 0;
+  return std::log1p(rest) - (target_logit - max_logit);
+}
+
+// A thread's fp32 row for softmax_row_bf16, kept between calls.
+float* row_buffer(int Vp) {
+  thread_local std::vector<float> row;
+  if (row.size() < static_cast<size_t>(Vp)) row.resize(static_cast<size_t>(Vp));
+  return row.data();
+}
+
 }  // namespace
+
+void crossentropy_forward_bf16(float* losses, uint16_t* probs, const uint16_t* logits,
+                               const int32_t* targets, int N, int V, int Vp) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const long row = static_cast<long>(n) * Vp;
+    losses[n] = softmax_row_bf16(probs + row, logits + row, targets[n], 1.0f, 0.0f, V, Vp,
+                                 row_buffer(Vp));
+  }
+}
+
+void crossentropy_forward_backward_bf16(float* losses, uint16_t* dlogits, const uint16_t* logits,
+                                        const int32_t* targets, float dloss, int N, int V,
+                                        int Vp) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const long row = static_cast<long>(n) * Vp;
+    losses[n] = softmax_row_bf16(dlogits + row, logits + row, targets[n], dloss, dloss, V, Vp,
+                                 row_buffer(Vp));
+  }
+}
+
+void crossentropy_backward_bf16(uint16_t* dlogits, const uint16_t* probs, const int32_t* targets,
+                                float dloss, int N, int V, int Vp) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const uint16_t* p = probs + static_cast<long>(n) * Vp;
+    uint16_t* d = dlogits + static_cast<long>(n) * Vp;
+    const float p_target = detail::from_bf16(p[targets[n]]);
+#pragma omp simd
+    for (int v = 0; v < V; ++v) d[v] = detail::to_bf16(dloss * detail::from_bf16(p[v]));
+    d[targets[n]] = detail::to_bf16(dloss * (p_target - 1.0f));
+    for (int v = V; v < Vp; ++v) d[v] = 0;
+  }
+}
 
 void crossentropy_forward(float* losses, float* probs, const float* logits,
                           const int32_t* targets, int N, int V, int Vp) {

@@ -37,6 +37,8 @@
   X(encoder_backward_vocab_range) X(gelu_forward) X(gelu_backward) X(sum_of_squares)          \
   X(gelu_forward_bf16) X(gelu_backward_bf16) X(layernorm_forward_bf16)                       \
   X(residual_layernorm_forward_bf16) X(attention_forward_bf16) X(attention_backward_bf16)    \
+  X(crossentropy_forward_bf16) X(crossentropy_backward_bf16)                                 \
+  X(crossentropy_forward_backward_bf16)                                                      \
   X(layernorm_forward) X(residual_layernorm_forward) X(layernorm_backward) X(matmul_forward) \
   X(matmul_backward) X(matmul_bias_backward) X(relu_forward) X(relu_backward) X(add_relu_inplace) X(add_relu_backward) X(residual_forward) \
   X(residual_backward) X(add_inplace) X(scale_inplace) X(add_bias) X(sgd_update) X(sgd_update_ranges) X(adamw_update_ranges) \

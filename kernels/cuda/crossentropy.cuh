@@ -5,6 +5,7 @@
 // [v0, v0 + Vl) of the padded vocabulary; the caller reduces their row statistics across ranks.
 // Outputs may alias the logits: each thread reads its columns before it writes them, after the
 // reductions that read them all.
+#include "kernels/cuda/casts.cuh"
 #include "kernels/cuda/kernel_support.cuh"
 
 namespace sg::cuda {
@@ -17,40 +18,44 @@ __device__ __forceinline__ int real_columns(int Vl, int v0, int V) {
 }
 
 // scale * softmax(x[0:V]) (minus scale at the target when `gradient`) into p; the loss into *loss.
-__global__ void softmax_crossentropy(float* losses, float* out, const float* logits,
+// T: float, or __nv_bfloat16 for logits stored in bf16 (docs/bf16.md): read exactly, the softmax
+// and loss in fp32, p rounded on the store.
+template <class T>
+__global__ void softmax_crossentropy(float* losses, T* out, const T* logits,
                                      const int32_t* targets, float scale, int gradient, int V,
                                      int Vp) {
   __shared__ float scratch[32];
   const long row = blockIdx.x;
-  const float* x = logits + row * Vp;
-  float* p = out + row * Vp;
+  const T* x = logits + row * Vp;
+  T* p = out + row * Vp;
   const int target = targets[row];
   float m = -INFINITY;
-  for (int v = threadIdx.x; v < V; v += blockDim.x) m = x[v] > m ? x[v] : m;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) m = widen(x[v]) > m ? widen(x[v]) : m;
   m = block_max(m, scratch);
   float sum = 0.0f;
-  for (int v = threadIdx.x; v < V; v += blockDim.x) sum += __expf(x[v] - m);
+  for (int v = threadIdx.x; v < V; v += blockDim.x) sum += __expf(widen(x[v]) - m);
   sum = block_sum(sum, scratch);
-  const float target_logit = x[target];
+  const float target_logit = widen(x[target]);
   __syncthreads();  // every thread has read x[target] before any writes p (which may be x)
   const float factor = scale / sum;
   for (int v = threadIdx.x; v < Vp; v += blockDim.x) {
-    float value = v < V ? __expf(x[v] - m) * factor : 0.0f;
+    float value = v < V ? __expf(widen(x[v]) - m) * factor : 0.0f;
     if (gradient && v == target) value -= scale;
-    p[v] = value;
+    p[v] = narrow<T>(value);
   }
   if (threadIdx.x == 0) losses[row] = __logf(sum) - (target_logit - m);
 }
 
-__global__ void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
+template <class T>
+__global__ void crossentropy_backward(T* dlogits, const T* probs, const int32_t* targets,
                                       float dloss, int V, int Vp) {
   const long row = blockIdx.x;
-  const float* p = probs + row * Vp;
-  float* d = dlogits + row * Vp;
+  const T* p = probs + row * Vp;
+  T* d = dlogits + row * Vp;
   const int target = targets[row];
   for (int v = threadIdx.x; v < Vp; v += blockDim.x) {
-    const float value = v < V ? dloss * (p[v] - (v == target ? 1.0f : 0.0f)) : 0.0f;
-    d[v] = value;
+    const float value = v < V ? dloss * (widen(p[v]) - (v == target ? 1.0f : 0.0f)) : 0.0f;
+    d[v] = narrow<T>(value);
   }
 }
 
@@ -108,20 +113,23 @@ __global__ void vp_backward(float* dlogits, const float* logits, const float* ro
 
 constexpr unsigned kRowThreads = 256;
 
-inline void crossentropy_forward(float* losses, float* probs, const float* logits,
-                                 const int32_t* targets, int N, int V, int Vp, Stream s) {
-  SG_LAUNCH(kernel::softmax_crossentropy, dim3(N), dim3(kRowThreads), 0, s, losses, probs, logits,
-            targets, 1.0f, 0, V, Vp);
+template <class T>
+void crossentropy_forward(float* losses, T* probs, const T* logits, const int32_t* targets, int N,
+                          int V, int Vp, Stream s) {
+  SG_LAUNCH(kernel::softmax_crossentropy<T>, dim3(N), dim3(kRowThreads), 0, s, losses, probs,
+            logits, targets, 1.0f, 0, V, Vp);
 }
-inline void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
-                                          const int32_t* targets, float dloss, int N, int V,
-                                          int Vp, Stream s) {
-  SG_LAUNCH(kernel::softmax_crossentropy, dim3(N), dim3(kRowThreads), 0, s, losses, dlogits,
+template <class T>
+void crossentropy_forward_backward(float* losses, T* dlogits, const T* logits,
+                                   const int32_t* targets, float dloss, int N, int V, int Vp,
+                                   Stream s) {
+  SG_LAUNCH(kernel::softmax_crossentropy<T>, dim3(N), dim3(kRowThreads), 0, s, losses, dlogits,
             logits, targets, dloss, 1, V, Vp);
 }
-inline void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
-                                  float dloss, int N, int V, int Vp, Stream s) {
-  SG_LAUNCH(kernel::crossentropy_backward, dim3(N), dim3(kRowThreads), 0, s, dlogits, probs,
+template <class T>
+void crossentropy_backward(T* dlogits, const T* probs, const int32_t* targets, float dloss, int N,
+                           int V, int Vp, Stream s) {
+  SG_LAUNCH(kernel::crossentropy_backward<T>, dim3(N), dim3(kRowThreads), 0, s, dlogits, probs,
             targets, dloss, V, Vp);
 }
 inline void crossentropy_vp_max(float* row_max, const float* logits, int N, int Vl, int v0, int V,

@@ -414,25 +414,37 @@ void CudaBackend::encoder_backward_vocab_range(float* dwte_local, float* dwpe, c
   const auto timed = begin_op("encoder_backward_vocab_range");
   encoder_backward_range(dwte_local, dwpe, dout, inp, B, T, C, v0, Vl);
 }
-void CudaBackend::crossentropy_forward(float* losses, float* probs, const float* logits,
+void CudaBackend::crossentropy_forward(float* losses, Act probs, ConstAct logits,
                                        const int32_t* targets, int N, int V, int Vp) {
   if (N <= 0) return;
   const auto timed = begin_op("crossentropy_forward");
-  cuda::crossentropy_forward(losses, probs, logits, targets, N, V, Vp, compute_);
+  if (logits.bf16()) {
+    return cuda::crossentropy_forward(losses, bf16_of(probs), bf16_of(logits), targets, N, V, Vp,
+                                      compute_);
+  }
+  cuda::crossentropy_forward(losses, probs.f32(), logits.f32(), targets, N, V, Vp, compute_);
 }
-void CudaBackend::crossentropy_backward(float* dlogits, const float* probs,
-                                        const int32_t* targets, float dloss, int N, int V,
-                                        int Vp) {
+void CudaBackend::crossentropy_backward(Act dlogits, ConstAct probs, const int32_t* targets,
+                                        float dloss, int N, int V, int Vp) {
   if (N <= 0) return;
   const auto timed = begin_op("crossentropy_backward");
-  cuda::crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp, compute_);
+  if (probs.bf16()) {
+    return cuda::crossentropy_backward(bf16_of(dlogits), bf16_of(probs), targets, dloss, N, V, Vp,
+                                       compute_);
+  }
+  cuda::crossentropy_backward(dlogits.f32(), probs.f32(), targets, dloss, N, V, Vp, compute_);
 }
-void CudaBackend::crossentropy_forward_backward(float* losses, float* dlogits,
-                                                const float* logits, const int32_t* targets,
-                                                float dloss, int N, int V, int Vp) {
+void CudaBackend::crossentropy_forward_backward(float* losses, Act dlogits, ConstAct logits,
+                                                const int32_t* targets, float dloss, int N, int V,
+                                                int Vp) {
   if (N <= 0) return;
   const auto timed = begin_op("crossentropy_forward_backward");
-  cuda::crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp, compute_);
+  if (logits.bf16()) {
+    return cuda::crossentropy_forward_backward(losses, bf16_of(dlogits), bf16_of(logits), targets,
+                                               dloss, N, V, Vp, compute_);
+  }
+  cuda::crossentropy_forward_backward(losses, dlogits.f32(), logits.f32(), targets, dloss, N, V,
+                                      Vp, compute_);
 }
 void CudaBackend::crossentropy_vp_max(float* row_max, const float* logits, int N, int Vl, int v0,
                                       int V) {

@@ -225,18 +225,19 @@ void CostBackend::encoder_backward_vocab_range(float*, float*, const float*, con
                                                int B, int T, int C, int, int) {
   count("encoder_backward_vocab_range", F * (3.0 * B * T * C + 2.0 * T * C) + I * B * T, 2);
 }
-void CostBackend::crossentropy_forward(float*, float*, const float*, const int32_t*, int N, int,
-                                       int Vp) {
-  count("crossentropy_forward", F * (2.0 * N * Vp + N) + I * N);
+void CostBackend::crossentropy_forward(float*, Act probs, ConstAct logits, const int32_t*, int N,
+                                       int, int Vp) {
+  count("crossentropy_forward", (es(logits) + es(probs)) * d(N) * Vp + F * N + I * N);
 }
-void CostBackend::crossentropy_backward(float*, const float*, const int32_t*, float, int N, int,
-                                        int Vp) {
-  count("crossentropy_backward", F * 2.0 * N * Vp + I * N);
+void CostBackend::crossentropy_backward(Act dlogits, ConstAct probs, const int32_t*, float, int N,
+                                        int, int Vp) {
+  count("crossentropy_backward", (es(probs) + es(dlogits)) * d(N) * Vp + I * N);
 }
 // One block per row: the logits read twice (max and sum, then the gradient), dlogits written.
-void CostBackend::crossentropy_forward_backward(float*, float*, const float*, const int32_t*,
-                                                float, int N, int, int Vp) {
-  count("crossentropy_forward_backward", F * (3.0 * N * Vp + N) + I * N);
+void CostBackend::crossentropy_forward_backward(float*, Act dlogits, ConstAct logits,
+                                                const int32_t*, float, int N, int, int Vp) {
+  count("crossentropy_forward_backward",
+        (2.0 * es(logits) + es(dlogits)) * d(N) * Vp + F * N + I * N);
 }
 void CostBackend::crossentropy_vp_max(float*, const float*, int N, int Vl, int, int) {
   count("crossentropy_vp_max", F * (d(N) * Vl + N));

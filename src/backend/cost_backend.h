@@ -96,11 +96,11 @@ class CostBackend final : public Backend {
   void encoder_backward_vocab_range(float* dwte_local, float* dwpe, const float* dout,
                                     const int32_t* inp, int B, int T, int C, int v0,
                                     int Vl) override;
-  void crossentropy_forward(float* losses, float* probs, const float* logits,
-                            const int32_t* targets, int N, int V, int Vp) override;
-  void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
-                             float dloss, int N, int V, int Vp) override;
-  void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
+  void crossentropy_forward(float* losses, Act probs, ConstAct logits, const int32_t* targets,
+                            int N, int V, int Vp) override;
+  void crossentropy_backward(Act dlogits, ConstAct probs, const int32_t* targets, float dloss,
+                             int N, int V, int Vp) override;
+  void crossentropy_forward_backward(float* losses, Act dlogits, ConstAct logits,
                                      const int32_t* targets, float dloss, int N, int V,
                                      int Vp) override;
   void crossentropy_vp_max(float* row_max, const float* logits, int N, int Vl, int v0,

@@ -222,21 +222,34 @@ class CpuBackend final : public Backend {
     const ScopedOpTimer timer("encoder_backward_vocab_range");
     kernels_.encoder_backward_vocab_range(dwte_local, dwpe, dout, inp, B, T, C, v0, Vl);
   }
-  void crossentropy_forward(float* losses, float* probs, const float* logits,
-                            const int32_t* targets, int N, int V, int Vp) override {
+  void crossentropy_forward(float* losses, Act probs, ConstAct logits, const int32_t* targets,
+                            int N, int V, int Vp) override {
     const ScopedOpTimer timer("crossentropy_forward");
-    kernels_.crossentropy_forward(losses, probs, logits, targets, N, V, Vp);
+    if (logits.bf16()) {
+      return kernels_.crossentropy_forward_bf16(losses, probs.b16(), logits.b16(), targets, N, V,
+                                                Vp);
+    }
+    kernels_.crossentropy_forward(losses, probs.f32(), logits.f32(), targets, N, V, Vp);
   }
-  void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
-                             float dloss, int N, int V, int Vp) override {
+  void crossentropy_backward(Act dlogits, ConstAct probs, const int32_t* targets, float dloss,
+                             int N, int V, int Vp) override {
     const ScopedOpTimer timer("crossentropy_backward");
-    kernels_.crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp);
+    if (probs.bf16()) {
+      return kernels_.crossentropy_backward_bf16(dlogits.b16(), probs.b16(), targets, dloss, N, V,
+                                                 Vp);
+    }
+    kernels_.crossentropy_backward(dlogits.f32(), probs.f32(), targets, dloss, N, V, Vp);
   }
-  void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
+  void crossentropy_forward_backward(float* losses, Act dlogits, ConstAct logits,
                                      const int32_t* targets, float dloss, int N, int V,
                                      int Vp) override {
     const ScopedOpTimer timer("crossentropy_forward_backward");
-    kernels_.crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp);
+    if (logits.bf16()) {
+      return kernels_.crossentropy_forward_backward_bf16(losses, dlogits.b16(), logits.b16(),
+                                                         targets, dloss, N, V, Vp);
+    }
+    kernels_.crossentropy_forward_backward(losses, dlogits.f32(), logits.f32(), targets, dloss, N,
+                                           V, Vp);
   }
   void crossentropy_vp_max(float* row_max, const float* logits, int N, int Vl, int v0,
                            int V) override {

@@ -99,7 +99,8 @@ size_t GPT2::lay_out(void* base, const GPT2Shape& shape, const ParameterLayout& 
       s.lnf = carve.act(N * C);
       s.lnf_mean = carve.take(N);
       s.lnf_rstd = carve.take(N);
-      s.logits = carve.take(N * w.Vl);
+      // The vocabulary-parallel loss (Megatron's) works on fp32 logits.
+      s.logits = layout.shard().tensors == 1 ? carve.act(N * w.Vl) : Act(carve.take(N * w.Vl));
       s.losses = carve.take(N);
       s.ce_stats = carve.take(3 * N);
     }
@@ -216,14 +217,15 @@ void GPT2::loss_forward(Slot& s, const int32_t* targets, float fused_dloss) {
   // Vocabulary-parallel: only per-row statistics cross the tensor group, never the logits.
   const int v0 = split_.vocab_begin;
   float *row_max = s.ce_stats, *sum_exp = s.ce_stats + N, *target_logit = s.ce_stats + 2 * N;
-  backend_.crossentropy_vp_max(row_max, s.logits, N, Vl, v0, V);
+  backend_.crossentropy_vp_max(row_max, s.logits.f32(), N, Vl, v0, V);
   tp_->all_reduce_max(row_max, static_cast<size_t>(N));
-  backend_.crossentropy_vp_sums(sum_exp, target_logit, s.logits, row_max, targets, N, Vl, v0, V);
+  backend_.crossentropy_vp_sums(sum_exp, target_logit, s.logits.f32(), row_max, targets, N, Vl, v0,
+                                V);
   tp_sum(sum_exp, 2 * static_cast<size_t>(N));  // sum_exp and target_logit are adjacent
   backend_.crossentropy_vp_losses(s.losses, row_max, sum_exp, target_logit, N);
   if (fused_dloss != 0.0f) {
-    backend_.crossentropy_vp_backward(s.logits, s.logits, row_max, sum_exp, targets, fused_dloss, N,
-                                  Vl, v0, V);
+    backend_.crossentropy_vp_backward(s.logits.f32(), s.logits.f32(), row_max, sum_exp, targets,
+                                      fused_dloss, N, Vl, v0, V);
   }
 }
 
@@ -268,8 +270,9 @@ void GPT2::logits_backward(Slot& s, const int32_t* targets, float dloss) {
     if (tensors_ == 1) {
       backend_.crossentropy_backward(s.logits, s.logits, targets, dloss, N, V, Vl);
     } else {
-      backend_.crossentropy_vp_backward(s.logits, s.logits, s.ce_stats, s.ce_stats + N, targets, dloss,
-                                    N, Vl, split_.vocab_begin, V);
+      backend_.crossentropy_vp_backward(s.logits.f32(), s.logits.f32(), s.ce_stats,
+                                        s.ce_stats + N, targets, dloss, N, Vl,
+                                        split_.vocab_begin, V);
     }
   } else if (s.fused_dloss != dloss) {
     throw RunError("GPT2::backward: dloss differs from the one fused into the forward pass");

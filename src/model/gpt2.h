@@ -79,15 +79,14 @@ class GPT2 final : public StageModel {
   const float* input_grad() const override { return dresidual_; }
 
   // Backend memory, of slot 0.
-  const float* logits() const { return slots_[0].logits; }  // (B,T,Vp/T)
+  ConstAct logits() const { return slots_[0].logits; }  // (B,T,Vp/T), fp32 or bf16 (docs/bf16.md)
   const float* losses() const { return slots_[0].losses; }  // (B*T)
 
   // The activations of one layer and of one micro-batch in flight (pointers into the arena).
   // Under recompute some pointers are shared by every layer and slot. The Act ones are stored in
   // the backend's activation_dtype() (bf16 under train.precision: bf16 where the backend has
   // it, docs/bf16.md): the inputs of the products, attention and GELU. The residual stream, the
-  // products that are summed into it (and over tensor ranks), the statistics and the logits
-  // stay fp32.
+  // products that are summed into it (and over tensor ranks) and the statistics stay fp32.
   struct LayerActs {
     Act ln1, qkv, atty, ln2, fch, fch_gelu;
     float *ln1_mean = nullptr, *ln1_rstd = nullptr, *att = nullptr, *attproj = nullptr,
@@ -99,7 +98,8 @@ class GPT2 final : public StageModel {
     std::vector<LayerActs> layers;
     Act lnf;
     float *lnf_mean = nullptr, *lnf_rstd = nullptr;
-    float *logits = nullptr, *losses = nullptr;
+    Act logits;  // in the storage type, fp32 when the vocabulary is split over tensor ranks
+    float* losses = nullptr;
     float* ce_stats = nullptr;  // vocabulary-parallel: row max, exp-sum, target logit (3N)
     bool have_probs = false;
     float fused_dloss = 0.0f;  // != 0: logits already holds the logits' gradient

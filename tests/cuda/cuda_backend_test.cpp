@@ -314,6 +314,18 @@ TEST_CASE("bf16 storage: products, GELU, layer norm and attention on bf16 activa
                            lse.g(), B, T, Ca, NH);
   got = dqkv.gpu_values();
   CHECK(relative_to_largest(got.data(), dqkv.cpu_values().data(), got.size()) < kReducedRelative);
+  // The classifier on bf16 logits: losses fp32, the gradient in place in bf16.
+  const int rows = 8, V = 1000, Vp = 1024;
+  Twin<uint16_t> logits(bf16_bits(random_floats(static_cast<size_t>(rows) * Vp, 71, -5.0f, 5.0f)));
+  Twin<int32_t> targets(random_ints(rows, 72, 0, V - 1));
+  Twin<float> losses(rows, 0.0f);
+  for (const bool g : {false, true}) {
+    Backend& be = g ? gpu() : cpu();
+    be.crossentropy_forward_backward(g ? losses.g() : losses.c(), act(logits, g), act(logits, g),
+                                     g ? targets.g() : targets.c(), 1.0f / rows, rows, V, Vp);
+  }
+  check_twin(losses, kAccumulated, "crossentropy losses on bf16 logits");
+  check_bf16(logits, "crossentropy dlogits (bf16, in place)");
   cpu().set_precision("fp32");
   gpu().set_precision("fp32");
 }

@@ -531,3 +531,34 @@ TEST_CASE("emulated GPU: bf16 storage in GELU, layer norm, the bias broadcast an
   sg::cuda::bias_backward(db32.data(), scratch.data(), dout_f.data(), rows_n, OC, kStream);
   CHECK(db16 == db32);
 }
+
+TEST_CASE("emulated GPU: cross-entropy on bf16 logits, fused in place and in two steps") {
+  const int N = 6, V = 500, Vp = 512;
+  const auto logits16 = bf16_bits(random_floats(size_t(N) * Vp, 98, -5.0f, 5.0f));
+  const auto targets = random_ints(N, 99, 0, V - 1);
+  const float dloss = 0.125f;
+  std::vector<float> loss_ref(N), loss(N);
+  std::vector<uint16_t> ref = logits16;
+  sg::cpu::crossentropy_forward_backward_bf16(loss_ref.data(), ref.data(), ref.data(),
+                                              targets.data(), dloss, N, V, Vp);
+  auto d = to_nv_bf16(from_bf16_bits(logits16));
+  sg::cuda::crossentropy_forward_backward(loss.data(), d.data(), d.data(), targets.data(), dloss, N,
+                                          V, Vp, kStream);
+  CHECK_CLOSE(loss.data(), loss_ref.data(), size_t(N), kFp32, "losses (fused)");
+  CHECK_CLOSE(from_nv_bf16(d).data(), from_bf16_bits(ref).data(), d.size(), kOneRounding,
+              "dlogits (fused, in place)");
+  std::vector<uint16_t> p_ref = logits16, g_ref(logits16.size());
+  sg::cpu::crossentropy_forward_bf16(loss_ref.data(), p_ref.data(), p_ref.data(), targets.data(),
+                                     N, V, Vp);
+  sg::cpu::crossentropy_backward_bf16(g_ref.data(), p_ref.data(), targets.data(), dloss, N, V, Vp);
+  auto p = to_nv_bf16(from_bf16_bits(logits16));
+  std::vector<__nv_bfloat16> g(p.size());
+  sg::cuda::crossentropy_forward(loss.data(), p.data(), p.data(), targets.data(), N, V, Vp,
+                                 kStream);
+  sg::cuda::crossentropy_backward(g.data(), p.data(), targets.data(), dloss, N, V, Vp, kStream);
+  CHECK_CLOSE(loss.data(), loss_ref.data(), size_t(N), kFp32, "losses");
+  CHECK_CLOSE(from_nv_bf16(p).data(), from_bf16_bits(p_ref).data(), p.size(), kOneRounding,
+              "probabilities");
+  CHECK_CLOSE(from_nv_bf16(g).data(), from_bf16_bits(g_ref).data(), g.size(), kOneRounding,
+              "dlogits from the probabilities");
+}

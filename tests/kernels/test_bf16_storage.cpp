@@ -183,3 +183,43 @@ TEST_CASE("an fp32 kernel refuses a bf16 activation with a message") {
   CHECK(static_cast<const float*>(sg::ConstAct(plain).data) == f);
   CHECK(a.at(3).data == storage + 3);
 }
+
+TEST_CASE("cross-entropy on bf16 logits: the fp32 kernels' loss and gradient on the same values") {
+  const int N = 9, V = 1000, Vp = 1024;
+  auto logits_f = random_floats(size_t(N) * Vp, 21, -6.0f, 6.0f);
+  logits_f[3] = logits_f[7] = 9.0f;  // a tie at the max in row 0
+  const auto targets = random_ints(N, 22, 0, V - 1);
+  const auto logits16 = bf16_bits(logits_f);
+  const auto logits = from_bf16_bits(logits16);
+  const float dloss = 1.0f / 64;
+  // Fused, in place.
+  std::vector<float> loss32(N), loss16(N), d32 = logits;
+  std::vector<uint16_t> d16 = logits16;
+  k().crossentropy_forward_backward(loss32.data(), d32.data(), d32.data(), targets.data(), dloss, N,
+                                    V, Vp);
+  k().crossentropy_forward_backward_bf16(loss16.data(), d16.data(), d16.data(), targets.data(),
+                                         dloss, N, V, Vp);
+  CHECK_CLOSE(loss16.data(), loss32.data(), size_t(N), kFp32, "losses (fused)");
+  // The gradient: the fp32 kernel's rounded (within one rounding: the target's subtraction may
+  // be fused into one rounding here), the padding zero.
+  check_within_one_rounding(from_bf16_bits(d16), d32, 1e-9, "dlogits");
+  for (int n = 0; n < N; ++n) {
+    for (int v = V; v < Vp; ++v) CHECK(d16[size_t(n) * Vp + v] == 0);
+  }
+  // Unfused: probabilities in place, then the gradient from them.
+  std::vector<float> p32 = logits;
+  std::vector<uint16_t> p16 = logits16;
+  k().crossentropy_forward(loss32.data(), p32.data(), p32.data(), targets.data(), N, V, Vp);
+  k().crossentropy_forward_bf16(loss16.data(), p16.data(), p16.data(), targets.data(), N, V, Vp);
+  CHECK_CLOSE(loss16.data(), loss32.data(), size_t(N), kFp32, "losses");
+  check_within_one_rounding(from_bf16_bits(p16), p32, 1e-9, "probabilities");
+  std::vector<uint16_t> g16(p16.size());
+  std::vector<float> g32(p16.size());
+  const auto p16_values = from_bf16_bits(p16);
+  k().crossentropy_backward(g32.data(), p16_values.data(), targets.data(), dloss, N, V, Vp);
+  k().crossentropy_backward_bf16(g16.data(), p16.data(), targets.data(), dloss, N, V, Vp);
+  CHECK(g16 == bf16_bits(g32));  // one product each: exactly the fp32 kernel's, rounded
+  // Against the fp32 op on the unrounded logits: the loss at bf16's tolerance.
+  k().crossentropy_forward(loss32.data(), p32.data(), logits_f.data(), targets.data(), N, V, Vp);
+  CHECK_CLOSE(loss16.data(), loss32.data(), size_t(N), kBf16, "losses vs unrounded logits");
+}

@@ -44,7 +44,7 @@ std::vector<float> full_forward_logits(sg::GPT2& model, const TinyModel& m,
   std::vector<int32_t> window(static_cast<size_t>(kShape.context), 0);  // causal: tail unused
   std::copy(sequence.begin(), sequence.end(), window.begin());
   model.forward(m.params.data(), window.data(), nullptr);
-  const float* row = model.logits() + (sequence.size() - 1) * kShape.padded_vocab;
+  const float* row = model.logits().f32() + (sequence.size() - 1) * kShape.padded_vocab;
   return {row, row + kShape.vocab};
 }
 

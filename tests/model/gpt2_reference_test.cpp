@@ -75,7 +75,7 @@ TEST_CASE("tiny GPT-2 matches the PyTorch float64 reference: logits, loss, gradi
   model.forward(params.data(), g.inputs.data(), nullptr);
   std::vector<float> logits(static_cast<size_t>(N) * V), ref_logits(logits.size());
   for (int n = 0; n < N; ++n) {
-    std::copy_n(model.logits() + static_cast<size_t>(n) * Vp, V, logits.data() + n * V);
+    std::copy_n(model.logits().f32() + static_cast<size_t>(n) * Vp, V, logits.data() + n * V);
   }
   g.file.read_f32(ref_logits.data(), "logits", {g.B, g.T, V});
   const double logits_error = relative_error(logits.data(), ref_logits.data(), logits.size());

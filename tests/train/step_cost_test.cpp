@@ -94,6 +94,9 @@ TEST_CASE("bf16 stores activations in 16 bits: no attention copies, 16-bit produ
   REQUIRE(ops16.count("attention_forward: 16-bit copies") == 1);
   CHECK(ops16["attention_backward: 16-bit copies"].kind == sg::CostKind::Memory);
   CHECK(ops16["gelu_forward"].bytes == doctest::Approx(2 * ops["gelu_forward"].bytes));
+  // The classifier reads and writes bf16 logits: about half the bytes (the losses stay fp32).
+  CHECK(ops16["crossentropy_forward_backward"].bytes >
+        1.9 * ops["crossentropy_forward_backward"].bytes);
   CHECK(step16.device_bytes > step.device_bytes);
   // fp32 has no copies: its attention reads the fp32 qkv itself.
   const sg::JobSpec fp32 = sg::parse_job_spec(kGptJob, "<job>", {});
