@@ -11,7 +11,9 @@
 //
 // Activations (inp, out, dout, dinp) may also be stored in bf16 (docs/bf16.md): a bf16 operand
 // is used as it is, and a bf16 output is the fp32 result rounded, so an operand's storage never
-// changes the bits beyond that rounding. dbias is summed from dout as stored.
+// changes the bits beyond that rounding. dbias is summed from dout as stored. The weight may be
+// given in bf16 too (the model's working copy, cast once per step): the same bits as its fp32
+// master rounded here.
 #include <cstdint>
 #include <string>
 
@@ -19,19 +21,19 @@
 
 namespace sg::cpu {
 
-void matmul_forward_bf16(Act out, ConstAct inp, const float* weight, const float* bias, int N,
-                         int C, int OC);
+void matmul_forward_bf16(Act out, ConstAct inp, ConstAct weight, const float* bias, int N, int C,
+                         int OC);
 void matmul_backward_bf16(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
-                          const float* weight, int N, int C, int OC);
+                          ConstAct weight, int N, int C, int OC);
 
 // out[i] = in[i] rounded to bf16 (sg::float_to_bf16's rounding), n elements, threaded.
 void round_to_bf16(uint16_t* out, const float* in, long n);
 
 // The emulation alone (what the functions above run where oneDNN has no bf16 matmul), for tests.
-void matmul_forward_bf16_emulated(Act out, ConstAct inp, const float* weight,
-                                  const float* bias, int N, int C, int OC);
+void matmul_forward_bf16_emulated(Act out, ConstAct inp, ConstAct weight, const float* bias,
+                                  int N, int C, int OC);
 void matmul_backward_bf16_emulated(Act dinp, float* dweight, float* dbias, ConstAct dout,
-                                   ConstAct inp, const float* weight, int N, int C, int OC);
+                                   ConstAct inp, ConstAct weight, int N, int C, int OC);
 
 // n bf16 values to fp32 (exact), threaded.
 void widen_from_bf16(float* out, const uint16_t* in, long n);

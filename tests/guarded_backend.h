@@ -71,21 +71,25 @@ class GuardedBackend final : public Backend {
   // reduced precision (loss scaling) run on the host.
   void set_precision(const std::string& precision) override { precision_ = precision; }
   const std::string& precision() const { return precision_; }
+  void convert(Act out, ConstAct inp, long n) override {
+    const Unlocked open(*this);
+    inner_.convert(out, inp, n);
+  }
 
   // Under fp16 a GEMM multiplies fp16 copies of its inputs, as tensor cores do: an input beyond
   // fp16's range makes the products infinite (what dynamic loss scaling must catch).
   // Its activations are fp32 (activation_dtype's default): Act::f32 refuses anything else.
-  void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N, int C, int OC) override {
+  void matmul_forward(Act out, ConstAct inp, ConstAct weight, const float* bias, int N, int C, int OC) override {
     const Unlocked open(*this);
     inner_.matmul_forward(out, inp, weight, bias, N, C, OC);
-    if (beyond_fp16(inp.f32(), size_t(N) * C) || beyond_fp16(weight, size_t(OC) * C)) poison(out.f32(), size_t(N) * OC);
+    if (beyond_fp16(inp.f32(), size_t(N) * C) || beyond_fp16(weight.f32(), size_t(OC) * C)) poison(out.f32(), size_t(N) * OC);
   }
 
-  void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp, const float* weight, int N, int C, int OC) override {
+  void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp, ConstAct weight, int N, int C, int OC) override {
     const Unlocked open(*this);
     inner_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
     if (beyond_fp16(dout.f32(), size_t(N) * OC) || beyond_fp16(inp.f32(), size_t(N) * C) ||
-        beyond_fp16(weight, size_t(OC) * C)) {
+        beyond_fp16(weight.f32(), size_t(OC) * C)) {
       if (dinp) poison(dinp.f32(), size_t(N) * C);
       poison(dweight, size_t(OC) * C);
     }

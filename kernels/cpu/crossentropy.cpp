@@ -74,9 +74,13 @@ inline float softmax_row_bf16(uint16_t* p, const uint16_t* x, int target, float 
   return std::log1p(rest) - (target_logit - max_logit);
 }
 
-// A thread's fp32 row for softmax_row_bf16, kept between calls.
+// A thread's fp32 row for softmax_row_bf16, kept between calls. An array of one, as attention's
+// band_buffer: its destructor is then a local function of this file, where a lone vector's would
+// be registered by address and emitted as a weak std:: symbol outside the variant's namespace
+// (tests/portable/isa_symbols_test.sh, kernels/cpu/isa.h).
 float* row_buffer(int Vp) {
-  thread_local std::vector<float> row;
+  thread_local std::vector<float> rows[1];
+  std::vector<float>& row = rows[0];
   if (row.size() < static_cast<size_t>(Vp)) row.resize(static_cast<size_t>(Vp));
   return row.data();
 }

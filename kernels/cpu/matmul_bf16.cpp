@@ -1,7 +1,7 @@
 // Linear layer with bf16 products through oneDNN's bf16 matmul. See kernels/matmul_bf16.h.
 //
-// Each call rounds its fp32 operands into bf16 copies (weights are stored fp32; activations
-// stored in bf16 are used as they are), then runs every product as fixed bands of output rows,
+// Each call rounds its fp32 operands into bf16 copies (operands stored in bf16, activations and
+// the weights' working copy, are used as they are), then runs every product as fixed bands of output rows,
 // one single-threaded oneDNN call each: as kernels/cpu/matmul.cpp does for oneDNN's sgemm, the
 // bands are fixed by the shape, so no product's bits depend on the thread count. oneDNN's AMX
 // kernels (brg:avx512_core_amx_bf16) want dense operands; the weight gradient's dout^T is the one
@@ -47,14 +47,16 @@ memory::desc plain_b(long K, long N, char transb, dt type) {
 }
 
 // C (M,N) = or += A (M,K) @ B (K,N): A bf16, row-major (lda_t 0) or stored transposed, (K,M)
-// with rows of lda_t; C dense row-major fp32; B dense bf16 in transb's layout, or (packed) in the
-// layout oneDNN's kernel reads, made once per product from the fp32 source by the entry's
-// reorder. Built for one thread (it runs inside the bands' parallel region), cached per shape.
+// with rows of lda_t; C dense row-major fp32; B dense bf16 in transb's layout (pack_source
+// undef), or in the layout oneDNN's kernel reads, made once per product from an fp32 or bf16
+// source (pack_source) by the entry's reorder. Built for one thread (it runs inside the bands'
+// parallel region), cached per shape.
 Bf16Product& bf16_product(long M, long N, long K, long lda_t, char transb, bool accumulate,
-                          bool packed) {
-  using Key = std::tuple<long, long, long, long, char, bool, bool>;
+                          dt pack_source) {
+  const bool packed = pack_source != dt::undef;
+  using Key = std::tuple<long, long, long, long, char, bool, dt>;
   static dnnl_detail::PrimitiveCache<Key, Bf16Product> cache;
-  return cache.get(Key{M, N, K, lda_t, transb, accumulate, packed}, [&](const Key&) {
+  return cache.get(Key{M, N, K, lda_t, transb, accumulate, pack_source}, [&](const Key&) {
     return dnnl_detail::checked("bf16 matmul setup", [&] {
       const memory::desc a({M, K}, dt::bf16,
                            lda_t == 0 ? memory::dims{K, 1} : memory::dims{1, lda_t});
@@ -79,7 +81,7 @@ Bf16Product& bf16_product(long M, long N, long K, long lda_t, char transb, bool 
         Bf16Product p{a, pd.weights_desc(), c, pd.scratchpad_desc(), dnnl::matmul(pd),
                       pd.impl_info_str(), {}, {}};
         if (packed) {
-          p.b_source = plain_b(K, N, transb, dt::f32);
+          p.b_source = plain_b(K, N, transb, pack_source);
           p.pack = dnnl::reorder(dnnl::reorder::primitive_desc(
               dnnl_detail::engine(), p.b_source, dnnl_detail::engine(), p.b));
         }
@@ -100,11 +102,11 @@ uint16_t* area(std::vector<uint16_t>& v, long n) {
 }
 std::vector<uint16_t> g_inp, g_weight, g_dout, g_packed, g_packed_last;
 
-// Packs B32 (fp32, in p's source layout) into area v in p's layout, on all threads.
-const uint16_t* pack_b(Bf16Product& p, const float* B32, std::vector<uint16_t>& v) {
+// Packs source (fp32 or bf16, in p's source layout) into area v in p's layout, on all threads.
+const uint16_t* pack_b(Bf16Product& p, const void* source, std::vector<uint16_t>& v) {
   uint16_t* out = area(v, static_cast<long>(p.b.get_size() / sizeof(uint16_t)) + 1);
   const auto& e = dnnl_detail::engine();
-  memory src(p.b_source, e, const_cast<float*>(B32)), dst(p.b, e, out);
+  memory src(p.b_source, e, const_cast<void*>(source)), dst(p.b, e, out);
   dnnl_detail::checked("bf16 matmul packing", [&] {
     p.pack.execute(dnnl_detail::stream(), src, dst);
     dnnl_detail::stream().wait();
@@ -112,11 +114,11 @@ const uint16_t* pack_b(Bf16Product& p, const float* B32, std::vector<uint16_t>& 
   return out;
 }
 
-// The B operand of a product: bf16 in transb's layout (B16), or fp32 (B32) that the product
-// packs into oneDNN's layout once, for every band.
+// The B operand of a product: bf16 in transb's layout (B16), or a source (fp32 or bf16) that the
+// product packs into oneDNN's layout once, for every band.
 struct BOperand {
   const uint16_t* B16 = nullptr;
-  const float* B32 = nullptr;
+  ConstAct source;
   char transb = 'N';
 };
 
@@ -139,16 +141,17 @@ void banded_product(long M, long N, long K, const uint16_t* A, char transa, cons
   if (M == 0 || N == 0) return;
   const long bands = (M + kRowBand - 1) / kRowBand;
   const long last_rows = M - (bands - 1) * kRowBand;
-  const bool packed = B.B32 != nullptr;
+  const bool packed = B.source.data != nullptr;
+  const dt pack_source = !packed ? dt::undef : B.source.bf16() ? dt::bf16 : dt::f32;
   const long lda_t = transa == 'T' ? M : 0;
   Bf16Product& full =
-      bf16_product(std::min(M, kRowBand), N, K, lda_t, B.transb, accumulate, packed);
-  Bf16Product& last = bf16_product(last_rows, N, K, lda_t, B.transb, accumulate, packed);
+      bf16_product(std::min(M, kRowBand), N, K, lda_t, B.transb, accumulate, pack_source);
+  Bf16Product& last = bf16_product(last_rows, N, K, lda_t, B.transb, accumulate, pack_source);
   const uint16_t* b_full = B.B16;
   const uint16_t* b_last = B.B16;
   if (packed) {
-    b_full = b_last = pack_b(full, B.B32, g_packed);
-    if (last.b != full.b) b_last = pack_b(last, B.B32, g_packed_last);
+    b_full = b_last = pack_b(full, B.source.data, g_packed);
+    if (last.b != full.b) b_last = pack_b(last, B.source.data, g_packed_last);
   }
   int failed = 0;
 #pragma omp parallel for schedule(dynamic, 1) reduction(max : failed)
@@ -287,7 +290,7 @@ std::vector<float> g_out_f;
 
 }  // namespace
 
-void matmul_forward_bf16_emulated(Act out, ConstAct inp, const float* weight, const float* bias,
+void matmul_forward_bf16_emulated(Act out, ConstAct inp, ConstAct weight, const float* bias,
                                   int N, int C, int OC) {
   const long n = N, c = C, oc = OC;
   Result r{out, n * oc, g_out_f};
@@ -297,7 +300,7 @@ void matmul_forward_bf16_emulated(Act out, ConstAct inp, const float* weight, co
 }
 
 void matmul_backward_bf16_emulated(Act dinp, float* dweight, float* dbias, ConstAct dout,
-                                   ConstAct inp, const float* weight, int N, int C, int OC) {
+                                   ConstAct inp, ConstAct weight, int N, int C, int OC) {
   const long n = N, c = C, oc = OC;
   Result r{dinp, n * c, g_out_f};
   const float* dout_r = rounded(g_dout_f, dout, n * oc);
@@ -309,17 +312,17 @@ void matmul_backward_bf16_emulated(Act dinp, float* dweight, float* dbias, Const
   if (dbias != nullptr) kernels().matmul_bias_backward(dbias, as_f32(g_dout_f, dout, n * oc), N, OC);
 }
 
-// Which operands are rounded (into a dense bf16 copy) and which packed from fp32 by the product
-// is what measured fastest at GPT-2's shapes (docs/performance.md): the forward's weight rounded
-// (packing it cost 1.2x at the head), the input gradient's weight packed, the weight gradient
-// reading dout's bf16 copy transposed in place and its input rounded.
-void matmul_forward_bf16(Act out, ConstAct inp, const float* weight, const float* bias, int N,
-                         int C, int OC) {
+// Which operands are rounded (into a dense bf16 copy) and which packed by the product is what
+// measured fastest at GPT-2's shapes (docs/performance.md): the forward's weight rounded
+// (packing it cost 1.2x at the head) or used as it is when given in bf16, the input gradient's
+// weight packed (from fp32 or bf16), the weight gradient reading dout's bf16 copy transposed in
+// place and its input rounded.
+void matmul_forward_bf16(Act out, ConstAct inp, ConstAct weight, const float* bias, int N, int C,
+                         int OC) {
   if (!native()) return matmul_forward_bf16_emulated(out, inp, weight, bias, N, C, OC);
   const long n = N, c = C, oc = OC;
   const uint16_t* inp16 = as_bf16(g_inp, inp, n * c);
-  uint16_t* weight16 = area(g_weight, oc * c);
-  round_to_bf16(weight16, weight, oc * c);
+  const uint16_t* weight16 = as_bf16(g_weight, weight, oc * c);
   COperand result;
   if (out.bf16()) {
     result.C16 = out.b16();
@@ -337,7 +340,7 @@ void matmul_forward_bf16(Act out, ConstAct inp, const float* weight, const float
 }
 
 void matmul_backward_bf16(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
-                          const float* weight, int N, int C, int OC) {
+                          ConstAct weight, int N, int C, int OC) {
   if (!native()) {
     return matmul_backward_bf16_emulated(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
@@ -364,7 +367,7 @@ void matmul_backward_bf16(Act dinp, float* dweight, float* dbias, ConstAct dout,
 
 std::string bf16_matmul_implementation() {
   try {
-    return bf16_product(kRowBand, 256, 256, 0, 'T', false, false).implementation;
+    return bf16_product(kRowBand, 256, 256, 0, 'T', false, dt::undef).implementation;
   } catch (const RunError&) {
     return "";
   }

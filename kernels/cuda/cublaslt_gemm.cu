@@ -205,7 +205,7 @@ size_t element_bytes(bool b16) { return b16 ? 2 : 4; }
 
 }  // namespace
 
-void CublasLtGemm::forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
+void CublasLtGemm::forward(Act out, ConstAct inp, ConstAct weight, const float* bias, int N,
                            int C, int OC) {
   if (N <= 0 || OC <= 0) return;
   const bool d16 = out.bf16();
@@ -224,8 +224,8 @@ void CublasLtGemm::forward(Act out, ConstAct inp, const float* weight, const flo
     }
     return;
   }
-  const Operands ops(d16 || inp.bf16(), scratch_, stream_,
-                     {{ConstAct(weight), static_cast<long>(OC) * C}, {inp, static_cast<long>(N) * C}});
+  const Operands ops(d16 || inp.bf16() || weight.bf16(), scratch_, stream_,
+                     {{weight, static_cast<long>(OC) * C}, {inp, static_cast<long>(N) * C}});
   const bool epilogue = bias != nullptr && alignment_of(bias) >= kBiasEpilogueAlignment;
   const bool broadcast = bias != nullptr && !epilogue;
   if (broadcast) broadcast_into_out();  // then the GEMM adds onto it
@@ -238,7 +238,7 @@ void CublasLtGemm::forward(Act out, ConstAct inp, const float* weight, const flo
 }
 
 void CublasLtGemm::backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
-                            const float* weight, int N, int C, int OC) {
+                            ConstAct weight, int N, int C, int OC) {
   if (N <= 0) return;  // nothing to write or add
   const bool dinp16 = dinp && dinp.bf16();
   if (OC <= 0) {  // dinp is an empty sum
@@ -249,9 +249,9 @@ void CublasLtGemm::backward(Act dinp, float* dweight, float* dbias, ConstAct dou
   }
   const size_t bias_bytes =
       dbias != nullptr ? sizeof(float) * static_cast<size_t>(bias_backward_scratch(N, OC)) : 0;
-  const bool in16 = dinp16 || dout.bf16() || inp.bf16();
+  const bool in16 = dinp16 || dout.bf16() || inp.bf16() || weight.bf16();
   const Operands ops(in16, scratch_, stream_,
-                     {{ConstAct(weight), static_cast<long>(OC) * C},
+                     {{weight, static_cast<long>(OC) * C},
                       {dout, static_cast<long>(N) * OC},
                       {C > 0 ? inp : ConstAct(), static_cast<long>(N) * C}},
                      bias_bytes);

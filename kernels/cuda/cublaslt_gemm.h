@@ -7,8 +7,9 @@
 // and dbias += column sums of dout through our deterministic kernel (matmul.cuh).
 // fp32 by default with CUBLAS_COMPUTE_32F (no TF32: results close to the CPU's); reduced
 // precision (train.precision bf16) lets cuBLASLt round inputs to bf16 (CUBLAS_COMPUTE_32F_FAST_16BF).
-// Activations stored in bf16 (docs/bf16.md) make it a 16-bit GEMM: every operand bf16 (the fp32
-// weight, and an fp32 activation beside a bf16 one, cast into scratch per call), fp32
+// Activations stored in bf16 (docs/bf16.md) make it a 16-bit GEMM: every operand bf16 (the
+// model's bf16 working copy of the weights, cast once per step; an fp32 weight or an fp32
+// activation beside a bf16 one cast into scratch per call), fp32
 // accumulation (CUBLAS_COMPUTE_32F), the output in its own type (the weight gradient fp32).
 // Algorithms may not use the in-place split-K reduction (atomics, so nondeterministic); the
 // others reduce in a fixed order. Plans (descriptors, layouts, the chosen algorithm) are cached
@@ -39,17 +40,17 @@ class CublasLtGemm {
   enum class Math : int { Fp32 = 0, Bf16 = 1, Fp16 = 2 };
   void set_math(Math math) { math_ = math; }
 
-  void forward(Act out,              // (N,OC) =
-               ConstAct inp,         // (N,C)
-               const float* weight,  // (OC,C)
-               const float* bias,    // (OC) or null
+  void forward(Act out,            // (N,OC) =
+               ConstAct inp,       // (N,C)
+               ConstAct weight,    // (OC,C): fp32, or the bf16 working copy
+               const float* bias,  // (OC) or null
                int N, int C, int OC);
-  void backward(Act dinp,             // (N,C)  =  or null
-                float* dweight,       // (OC,C) +=
-                float* dbias,         // (OC)   += or null
-                ConstAct dout,        // (N,OC)
-                ConstAct inp,         // (N,C)
-                const float* weight,  // (OC,C)
+  void backward(Act dinp,          // (N,C)  =  or null
+                float* dweight,    // (OC,C) +=
+                float* dbias,      // (OC)   += or null
+                ConstAct dout,     // (N,OC)
+                ConstAct inp,      // (N,C)
+                ConstAct weight,   // (OC,C): fp32, or the bf16 working copy
                 int N, int C, int OC);
 
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;

@@ -274,13 +274,25 @@ cuda::OpTimer::Scope CudaBackend::begin_op(const char* name) {
 
 // --- linear algebra and elementwise -----------------------------------------------------------
 
-void CudaBackend::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
+void CudaBackend::convert(Act out, ConstAct inp, long n) {
+  const auto timed = begin_op("convert");
+  if (n <= 0) return;
+  if (out.dtype == inp.dtype) {
+    SG_CUDA_CHECK(cudaMemcpyAsync(out.data, inp.data, static_cast<size_t>(n) * dtype_size(out.dtype),
+                                  cudaMemcpyDeviceToDevice, compute_));
+  } else if (out.bf16()) {
+    cuda::cast_to_16bit(bf16_of(out), inp.f32(), n, compute_);
+  } else {
+    cuda::cast_from_16bit(out.f32(), bf16_of(inp), n, compute_);
+  }
+}
+void CudaBackend::matmul_forward(Act out, ConstAct inp, ConstAct weight, const float* bias,
                                  int N, int C, int OC) {
   const auto timed = begin_op("matmul_forward");
   gemm_->forward(out, inp, weight, bias, N, C, OC);
 }
 void CudaBackend::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
-                                  ConstAct inp, const float* weight, int N, int C, int OC) {
+                                  ConstAct inp, ConstAct weight, int N, int C, int OC) {
   const auto timed = begin_op("matmul_backward");
   gemm_->backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }

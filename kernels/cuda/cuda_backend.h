@@ -54,6 +54,7 @@ class CudaBackend final : public Backend {
   void set_precision(const std::string& precision) override;
   const std::string& precision() const { return precision_; }
   DType activation_dtype() const override { return activation_dtype_for("cuda", precision_); }
+  void convert(Act out, ConstAct inp, long n) override;
 
   Device device() const override { return Device::cuda(device_); }
   std::string name() const override { return "cuda"; }
@@ -70,10 +71,10 @@ class CudaBackend final : public Backend {
 
   // Activations in bf16 under train.precision bf16 (activation_dtype, docs/bf16.md): the linear
   // layers, GELU, layer norm and attention take them; other ops refuse them (Act::f32).
-  void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
-                      int C, int OC) override;
+  void matmul_forward(Act out, ConstAct inp, ConstAct weight, const float* bias, int N, int C,
+                      int OC) override;
   void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
-                       const float* weight, int N, int C, int OC) override;
+                       ConstAct weight, int N, int C, int OC) override;
   void gelu_forward(Act out, ConstAct inp, long n) override;
   void gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) override;
   void relu_forward(float* out, const float* inp, long n) override;

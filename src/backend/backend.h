@@ -67,15 +67,19 @@ class Backend {
   // where this backend's ops take 16-bit activations for it, else F32 (weights, gradients and
   // optimizer state are fp32 either way).
   virtual DType activation_dtype() const { return DType::F32; }
+  // out = inp in out's type, n elements (narrowing rounds to nearest, ties to even; widening is
+  // exact): the products' bf16 working copy of the weights, cast once per step (docs/bf16.md).
+  virtual void convert(Act out, ConstAct inp, long n) = 0;
 
   // --- linear algebra and elementwise (kernels/matmul.h, gelu.h, residual.h) --------------
   // The backward ops write the activation's gradient (matmul_backward's dinp, gelu_backward's
   // dinp) and add to the parameters' (dweight, dbias), as the kernels' headers say.
-  // Activations (Act, ConstAct) may be stored in 16 bits where activation_dtype() says so.
-  virtual void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
-                              int N, int C, int OC) = 0;
+  // Activations (Act, ConstAct) may be stored in 16 bits where activation_dtype() says so, and
+  // so may the products' weights (their bf16 working copy); bias and gradients are fp32.
+  virtual void matmul_forward(Act out, ConstAct inp, ConstAct weight, const float* bias, int N,
+                              int C, int OC) = 0;
   virtual void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
-                               ConstAct inp, const float* weight, int N, int C, int OC) = 0;
+                               ConstAct inp, ConstAct weight, int N, int C, int OC) = 0;
   virtual void gelu_forward(Act out, ConstAct inp, long n) = 0;
   virtual void gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) = 0;
   virtual void relu_forward(float* out, const float* inp, long n) = 0;

@@ -96,23 +96,27 @@ void CostBackend::fill(const TensorView& t, double /*value*/) {
 // cuBLASLt: out = inp @ W^T with the bias in the epilogue (cublaslt_gemm.h). With an activation
 // stored in bf16 it is a 16-bit GEMM: the fp32 weight (and any fp32 activation) cast to bf16
 // first, per call (counted apart).
-void CostBackend::matmul_forward(Act out, ConstAct inp, const float*, const float* bias, int N,
+void CostBackend::convert(Act out, ConstAct inp, long n) {
+  count("convert", (es(inp) + es(out)) * d(n));
+}
+void CostBackend::matmul_forward(Act out, ConstAct inp, ConstAct weight, const float* bias, int N,
                                  int C, int OC) {
-  const bool in16 = out.bf16() || inp.bf16();
+  const bool in16 = out.bf16() || inp.bf16() || weight.bf16();
   const double w = in16 ? 2 : F, x = in16 ? 2 : es(inp);
   const double bytes = w * d(OC) * C + x * d(N) * C + es(out) * d(N) * OC + (bias ? F * OC : 0);
   count("matmul_forward", bytes, 1, CostKind::Matrix, 2.0 * N * C * OC, in16);
   if (in16) {
-    double cast = (F + 2) * d(OC) * C, launches = 1;
+    double cast = 0, launches = 0;
+    if (!weight.bf16()) cast += (F + 2) * d(OC) * C, launches += 1;
     if (!inp.bf16()) cast += (F + 2) * d(N) * C, launches += 1;
-    count("matmul_forward: bf16 casts", cast, launches);
+    if (launches > 0) count("matmul_forward: bf16 casts", cast, launches);
   }
 }
 // dinp = dout @ W; dweight += dout^T @ inp (beta 1: read and written, fp32); dbias: our column
 // sums (matmul.cuh), partials then their sum.
 void CostBackend::matmul_backward(Act dinp, float*, float* dbias, ConstAct dout, ConstAct inp,
-                                  const float*, int N, int C, int OC) {
-  const bool in16 = (dinp && dinp.bf16()) || dout.bf16() || inp.bf16();
+                                  ConstAct weight, int N, int C, int OC) {
+  const bool in16 = (dinp && dinp.bf16()) || dout.bf16() || inp.bf16() || weight.bf16();
   const double w = in16 ? 2 : F, g = in16 ? 2 : es(dout), x = in16 ? 2 : es(inp);
   double bytes = g * d(N) * OC + x * d(N) * C + 2.0 * F * OC * C;
   double flops = 2.0 * N * C * OC, launches = 1;
@@ -123,10 +127,11 @@ void CostBackend::matmul_backward(Act dinp, float*, float* dbias, ConstAct dout,
   }
   count("matmul_backward", bytes, launches, CostKind::Matrix, flops, in16);
   if (in16) {
-    double cast = (F + 2) * d(OC) * C, casts = 1;
+    double cast = 0, casts = 0;
+    if (!weight.bf16()) cast += (F + 2) * d(OC) * C, casts += 1;
     if (!dout.bf16()) cast += (F + 2) * d(N) * OC, casts += 1;
     if (!inp.bf16()) cast += (F + 2) * d(N) * C, casts += 1;
-    count("matmul_backward: bf16 casts", cast, casts);
+    if (casts > 0) count("matmul_backward: bf16 casts", cast, casts);
   }
   if (dbias != nullptr) count("matmul_backward: bias sums", es(dout) * d(N) * OC + 2.0 * F * OC, 2);
 }

@@ -60,11 +60,12 @@ class CostBackend final : public Backend {
   void synchronize() override {}
   void set_precision(const std::string& precision) override;
   DType activation_dtype() const override { return activation_dtype_for("cuda", precision_); }
+  void convert(Act out, ConstAct inp, long n) override;
 
-  void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
+  void matmul_forward(Act out, ConstAct inp, ConstAct weight, const float* bias, int N,
                       int C, int OC) override;
   void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
-                       const float* weight, int N, int C, int OC) override;
+                       ConstAct weight, int N, int C, int OC) override;
   void gelu_forward(Act out, ConstAct inp, long n) override;
   void gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) override;
   void relu_forward(float* out, const float* inp, long n) override;

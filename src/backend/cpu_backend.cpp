@@ -79,20 +79,20 @@ class CpuBackend final : public Backend {
 
   // Activations stored in bf16 (Act, docs/bf16.md) go to the bf16 kernels; an fp32 kernel
   // given a bf16 activation refuses it (Act::f32).
-  void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N, int C,
+  void matmul_forward(Act out, ConstAct inp, ConstAct weight, const float* bias, int N, int C,
                       int OC) override {
     const ScopedOpTimer timer("matmul_forward");
     if (bf16_products_) return cpu::matmul_forward_bf16(out, inp, weight, bias, N, C, OC);
-    kernels_.matmul_forward(out.f32(), inp.f32(), weight, bias, N, C, OC);
+    kernels_.matmul_forward(out.f32(), inp.f32(), weight.f32(), bias, N, C, OC);
   }
   void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
-                       const float* weight, int N, int C, int OC) override {
+                       ConstAct weight, int N, int C, int OC) override {
     const ScopedOpTimer timer("matmul_backward");
     if (bf16_products_) {
       return cpu::matmul_backward_bf16(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
     }
     kernels_.matmul_backward(dinp ? dinp.f32() : nullptr, dweight, dbias, dout.f32(), inp.f32(),
-                             weight, N, C, OC);
+                             weight.f32(), N, C, OC);
   }
   void gelu_forward(Act out, ConstAct inp, long n) override {
     const ScopedOpTimer timer("gelu_forward");
@@ -178,6 +178,16 @@ class CpuBackend final : public Backend {
   }
   DType activation_dtype() const override {
     return activation_dtype_for("cpu", bf16_products_ ? "bf16" : "fp32");
+  }
+  void convert(Act out, ConstAct inp, long n) override {
+    const ScopedOpTimer timer("convert");
+    if (out.dtype == inp.dtype) {
+      std::memcpy(out.data, inp.data, static_cast<size_t>(n) * dtype_size(out.dtype));
+    } else if (out.bf16()) {
+      cpu::round_to_bf16(out.b16(), inp.f32(), n);
+    } else {
+      cpu::widen_from_bf16(out.f32(), inp.b16(), n);
+    }
   }
   AttentionStorage attention_storage(int B, int T, int NH) const override {
     return attention_storage_for("cpu", B, T, NH);

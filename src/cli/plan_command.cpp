@@ -185,11 +185,13 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
   // has a stage of its own (as the trainer builds them, training_setup.cpp).
   const bool fused = family->synchronized_statistics() && replicas_per_process > 1;
   const int stage_batch = spec.train.micro_batch * (fused ? replicas_per_process : 1);
-  double model_share = 0, buffer_share = 0, activation_bytes = 0;
+  double model_share = 0, buffer_share = 0, activation_bytes = 0, weight_copy_bytes = 0;
   for (int stage = 0; stage < pipeline; ++stage) {
     const ParameterLayout shard(model, ModelShard{0, tensor, stage, pipeline});
     model_share = std::max(model_share, static_cast<double>(shard.total()));
     buffer_share = std::max(buffer_share, static_cast<double>(shard.buffer_total()));
+    weight_copy_bytes =
+        std::max(weight_copy_bytes, static_cast<double>(family->weight_copy_bytes(shard)));
     // Activations with the micro-batches the stage's schedule keeps in flight.
     const int slots = pipeline_slots(spec.parallel.schedule, stage, pipeline,
                                      spec.grad_accum_steps());
@@ -206,13 +208,18 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
   const double state_whole = 4 * state_count * model_share;
   const double optimizer_bytes = state_whole / (spec.parallel.zero >= 1 ? data_processes : 1);
   // Weights, gradients and optimizer state are fp32 in memory in every precision; activations
-  // are stored in 16 bits where the family and the backend have it (docs/bf16.md).
+  // are stored in 16 bits where the family and the backend have it (docs/bf16.md), and the
+  // products then multiply a bf16 working copy of the weights.
   const bool act16 = family->activation_storage() != DType::F32;
-  const std::string storage = act16 ? "bf16 activations, fp32 weights and state" : "fp32 storage";
+  const std::string storage = act16 ? "bf16 activations, fp32 master weights and state" : "fp32 storage";
   print("memory per process ({}{}):\n",
         spec.train.precision == "fp32" ? "fp32" : spec.train.precision + " products, " + storage,
         mesh_per_process > 1 ? ", the largest tensor x pipeline shard" : "");
   print("  parameters       {}\n", human_bytes(params_bytes));
+  if (weight_copy_bytes > 0) {
+    print("  weights, bf16    {} (the products' working copy, cast once a step)\n",
+          human_bytes(weight_copy_bytes));
+  }
   print("  gradients        {}{}\n", human_bytes(grads_bytes),
              spec.parallel.zero >= 2
                  ? fmt::format(" (ZeRO-2: each process receives the reduced 1/{}; the "
@@ -234,11 +241,13 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
                                  "{}",
                                  replicas_per_process, spec.train.micro_batch)
                    : "");
-  const double total_bytes = params_bytes + grads_bytes + optimizer_bytes + activation_bytes;
+  const double total_bytes =
+      params_bytes + weight_copy_bytes + grads_bytes + optimizer_bytes + activation_bytes;
   print("  total            {}\n", human_bytes(total_bytes));
   j["memory"] = {{"precision", spec.train.precision},
                  {"storage", act16 ? "bf16 activations" : "fp32"},
                  {"parameters_bytes", params_bytes},
+                 {"weight_copy_bytes", weight_copy_bytes},
                  {"gradients_bytes", grads_bytes},
                  {"optimizer_state_bytes", optimizer_bytes},
                  {"activations_bytes", activation_bytes},

@@ -94,7 +94,7 @@ void plan_gpu_estimate(const JobSpec& spec, const ModelFamily& family, const std
              sheet->name, spec.train.precision,
              !reduced ? "fp32 throughout"
              : act16  ? "products and activations in " + spec.train.precision +
-                           ", weights and optimizer state fp32"
+                           ", fp32 master weights (a bf16 copy a step) and optimizer state"
                       : "products in " + spec.train.precision + ", tensors fp32 in memory",
              1e3 * step.seconds, samples_on_gpu,
              units > 1 ? fmt::format(" x {}", units) : std::string(), unit, micro_batches,

@@ -126,6 +126,10 @@ size_t gpt2_activation_bytes(const GPT2Shape& shape, const ParameterLayout& layo
                        nullptr);
 }
 
+size_t gpt2_weight_copy_bytes(const ParameterLayout& layout, DType storage) {
+  return storage == DType::BF16 ? layout.total() * dtype_size(DType::BF16) : 0;
+}
+
 GPT2::GPT2(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T, int slots,
            TensorGroup* tp, Backend& backend, Recompute recompute)
     : layout_(layout), shape_(shape), split_(gpt2_split(shape, layout.shard())), B_(B), T_(T),
@@ -160,6 +164,21 @@ GPT2::GPT2(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T, 
   datt_ = scratch.datt;
   dfch_ = scratch.dfch;
   dfch_gelu_ = scratch.dfch_gelu;
+  if (const size_t copy = gpt2_weight_copy_bytes(layout, storage); copy > 0) {
+    weights16_ = Buffer(backend, copy);
+  }
+}
+
+void GPT2::prepare_weights(const float* params) {
+  if (weights16_.data() == nullptr) return;
+  backend_.convert(Act(weights16_.data(), DType::BF16), params, static_cast<long>(layout_.total()));
+  weights_of_ = params;
+}
+
+ConstAct GPT2::product_weight(const float* params, const float* w) const {
+  if (weights16_.data() == nullptr) return w;
+  const auto* copy = static_cast<const uint16_t*>(weights16_.data());
+  return {copy + (w - params), DType::BF16};
 }
 
 void GPT2::tp_sum(float* data, size_t n) {
@@ -180,9 +199,10 @@ void GPT2::block_forward(Slot& s, int l, const float* params, const float* x) {
   // Attention: heads split column-parallel (qkv), output projection row-parallel, whose partial
   // sums are all-reduced before the (replicated) bias is added.
   backend_.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, w.ln1w, w.ln1b, N, C);
-  backend_.matmul_forward(a.qkv, a.ln1, w.qkvw, w.qkvb, N, C, 3 * Ca);
+  const auto W = [&](const float* p) { return product_weight(params, p); };
+  backend_.matmul_forward(a.qkv, a.ln1, W(w.qkvw), w.qkvb, N, C, 3 * Ca);
   backend_.attention_forward(a.atty, a.att, a.qkv, B, T, Ca, NH);
-  backend_.matmul_forward(a.attproj, a.atty, w.attprojw, split ? nullptr : w.attprojb, N, Ca, C);
+  backend_.matmul_forward(a.attproj, a.atty, W(w.attprojw), split ? nullptr : w.attprojb, N, Ca, C);
   if (split) {
     tp_sum(a.attproj, static_cast<size_t>(N) * C);
     backend_.add_bias(a.attproj, w.attprojb, N, C);
@@ -193,9 +213,9 @@ void GPT2::block_forward(Slot& s, int l, const float* params, const float* x) {
   backend_.residual_layernorm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, x, a.attproj,
                                       w.ln2w, w.ln2b, N, C);
   // MLP: c_fc column-parallel, c_proj row-parallel.
-  backend_.matmul_forward(a.fch, a.ln2, w.fcw, w.fcb, N, C, Cm);
+  backend_.matmul_forward(a.fch, a.ln2, W(w.fcw), w.fcb, N, C, Cm);
   backend_.gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * Cm);
-  backend_.matmul_forward(a.fcproj, a.fch_gelu, w.fcprojw, split ? nullptr : w.fcprojb, N, Cm, C);
+  backend_.matmul_forward(a.fcproj, a.fch_gelu, W(w.fcprojw), split ? nullptr : w.fcprojb, N, Cm, C);
   if (split) {
     tp_sum(a.fcproj, static_cast<size_t>(N) * C);
     backend_.add_bias(a.fcproj, w.fcprojb, N, C);
@@ -233,6 +253,10 @@ float GPT2::forward_stage(int slot, const float* params, const int32_t* inputs,
                           const int32_t* targets, float fused_dloss) {
   const int B = B_, T = T_, C = shape_.n_embd, N = B * T;
   Slot& s = slots_[slot];
+  if (weights16_.data() != nullptr && params != weights_of_) {
+    throw RunError("GPT2: forward on parameters its bf16 working copy was not made from "
+                   "(prepare_weights(params) first)");
+  }
   if (layout_.first_stage()) {
     if (tensors_ == 1) {
       backend_.encoder_forward(s.input, inputs, params + wte_, params + wpe_, B, T, C);
@@ -251,7 +275,8 @@ float GPT2::forward_stage(int slot, const float* params, const int32_t* inputs,
   s.have_probs = false;
   if (!layout_.last_stage()) return 0.0f;
   backend_.layernorm_forward(s.lnf, s.lnf_mean, s.lnf_rstd, x, params + lnfw_, params + lnfb_, N, C);
-  backend_.matmul_forward(s.logits, s.lnf, params + wte_, nullptr, N, C, split_.vocab_rows);
+  backend_.matmul_forward(s.logits, s.lnf, product_weight(params, params + wte_), nullptr, N, C,
+                          split_.vocab_rows);
   if (targets == nullptr) return 0.0f;
   loss_forward(s, targets, fused_dloss);
   s.fused_dloss = fused_dloss;
@@ -291,21 +316,23 @@ void GPT2::block_backward(Slot& s, int l, float* grads, const float* params, con
   // sums over the tensor ranks, all-reduced before the (replicated) layernorm backward.
   // MLP branch: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2))))
   // matmul_backward and gelu_backward write their input gradients: no zeroing first.
-  backend_.matmul_backward(dfch_gelu_, g.fcprojw, g.fcprojb, dresidual_, a.fch_gelu, w.fcprojw, N, Cm,
-                       C);
+  const auto W = [&](const float* p) { return product_weight(params, p); };
+  backend_.matmul_backward(dfch_gelu_, g.fcprojw, g.fcprojb, dresidual_, a.fch_gelu, W(w.fcprojw),
+                           N, Cm, C);
   backend_.gelu_backward(dfch_, a.fch, dfch_gelu_, static_cast<long>(N) * Cm);
-  backend_.matmul_backward(dln_, g.fcw, g.fcb, dfch_, a.ln2, w.fcw, N, C, Cm);
+  backend_.matmul_backward(dln_, g.fcw, g.fcb, dfch_, a.ln2, W(w.fcw), N, C, Cm);
   tp_sum(dln_, static_cast<size_t>(NC));
   backend_.layernorm_backward(dresidual_, g.ln2w, g.ln2b, dln_, a.residual2, w.ln2w, a.ln2_mean,
                           a.ln2_rstd, N, C);
   // Attention branch: residual2 = x + attproj(attention(qkv(ln1(x))))
-  backend_.matmul_backward(datty_, g.attprojw, g.attprojb, dresidual_, a.atty, w.attprojw, N, Ca, C);
+  backend_.matmul_backward(datty_, g.attprojw, g.attprojb, dresidual_, a.atty, W(w.attprojw), N, Ca,
+                           C);
   zero(dqkv_, static_cast<size_t>(N) * 3 * Ca);
   // Selective recompute: every layer shares one attention state, so this layer's is rebuilt from
   // its kept q, k, v (the output it rewrites is bitwise what the forward wrote).
   if (recompute_ == Recompute::Selective) backend_.attention_forward(a.atty, a.att, a.qkv, B, T, Ca, NH);
   backend_.attention_backward(dqkv_, datt_, datty_, a.qkv, a.atty, a.att, B, T, Ca, NH);
-  backend_.matmul_backward(dln_, g.qkvw, g.qkvb, dqkv_, a.ln1, w.qkvw, N, C, 3 * Ca);
+  backend_.matmul_backward(dln_, g.qkvw, g.qkvb, dqkv_, a.ln1, W(w.qkvw), N, C, 3 * Ca);
   tp_sum(dln_, static_cast<size_t>(NC));
   backend_.layernorm_backward(dresidual_, g.ln1w, g.ln1b, dln_, x, w.ln1w, a.ln1_mean, a.ln1_rstd, N,
                           C);
@@ -328,8 +355,8 @@ void GPT2::backward_stage(int slot, float* grads, const float* params, const int
     // Logits gradient in place of the probabilities (unless the forward already fused it), then
     // the tied LM head, whose input gradient is a partial sum over the vocabulary shards.
     logits_backward(s, targets, dloss);
-    backend_.matmul_backward(dln_, grads + wte_, nullptr, s.logits, s.lnf, params + wte_, N, C,
-                         split_.vocab_rows);
+    backend_.matmul_backward(dln_, grads + wte_, nullptr, s.logits, s.lnf,
+                             product_weight(params, params + wte_), N, C, split_.vocab_rows);
     tp_sum(dln_, static_cast<size_t>(NC));
     const float* x_last = layers > 0 ? s.layers.back().residual3 : s.input;
     zero(dresidual_, static_cast<size_t>(NC));

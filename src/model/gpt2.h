@@ -71,6 +71,9 @@ class GPT2 final : public StageModel {
                 const ForwardOptions& options) override;
   void backward(int slot, float* grads, const float* params, const MicroBatch& batch, float dloss,
                 const OnReady& on_ready) override;
+  // Under bf16 storage, casts params into the bf16 working copy the products multiply (once per
+  // step); forward refuses params it was not called for.
+  void prepare_weights(const float* params) override;
   size_t input_floats() const override { return stream_floats(); }
   size_t output_floats() const override { return stream_floats(); }
   float* stage_input(int slot) override { return slots_[static_cast<size_t>(slot)].input; }
@@ -120,6 +123,8 @@ class GPT2 final : public StageModel {
  private:
   void tp_sum(float* data, size_t n);
   void zero(float* data, size_t n) { backend_.zero(data, n); }
+  // What a product multiplies for the parameter at w (in params): w itself, or its bf16 copy.
+  ConstAct product_weight(const float* params, const float* w) const;
   void block_forward(Slot& s, int l, const float* params, const float* x);
   void block_backward(Slot& s, int l, float* grads, const float* params, const float* x);
   void loss_forward(Slot& s, const int32_t* targets, float fused_dloss);
@@ -136,6 +141,8 @@ class GPT2 final : public StageModel {
   size_t wte_ = 0, wpe_ = 0, lnfw_ = 0, lnfb_ = 0;  // offsets in the flat buffer
   size_t lnf_index_ = 0;                             // index of ln_f.weight in tensors()
   Buffer arena_;
+  Buffer weights16_;                     // the bf16 working copy (bf16 storage), else empty
+  const float* weights_of_ = nullptr;    // the params weights16_ was cast from
   std::vector<Slot> slots_;
   // gradient scratch, reused by every layer and slot
   float *dresidual_ = nullptr, *dln_ = nullptr, *dqkv_ = nullptr, *datt_ = nullptr;

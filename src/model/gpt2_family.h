@@ -63,6 +63,10 @@ size_t gpt2_activation_bytes(const GPT2Shape& shape, const ParameterLayout& layo
                              Recompute recompute = Recompute::None,
                              DType storage = DType::F32);
 
+// Bytes of a stage's bf16 working copy of its weights where activations are stored in bf16 (the
+// products multiply it; docs/bf16.md), else 0. The one count GPT2 and `plan` use.
+size_t gpt2_weight_copy_bytes(const ParameterLayout& layout, DType storage);
+
 class GPT2Family final : public ModelFamily {
  public:
   GPT2Family(const GPT2Shape& shape, int seq_len, float init_std);
@@ -88,6 +92,9 @@ class GPT2Family final : public ModelFamily {
         shape_, layout, micro_batch, seq_len_, slots,
         attention_storage_for(policy().backend, micro_batch, seq_len_, heads),
         policy().recompute, policy().storage);
+  }
+  size_t weight_copy_bytes(const ParameterLayout& layout) const override {
+    return gpt2_weight_copy_bytes(layout, policy().storage);
   }
   DType activation_storage() const override { return policy().storage; }
   std::string evaluation_summary(double loss, const std::vector<double>& metrics) const override;

@@ -56,6 +56,11 @@ class StageModel {
   // input. on_ready, when given, is called for each range of grads as it becomes final.
   virtual void backward(int slot, float* grads, const float* params, const MicroBatch& batch,
                         float dloss, const OnReady& on_ready) = 0;
+  // Called before the forwards that use params whenever params may have changed since the last
+  // call (PipelineRunner: at the start of each train() and forward_only(), over which params
+  // stay put). A stage whose products multiply a working copy of the weights in another type
+  // (GPT-2's bf16 copy, docs/bf16.md) makes it here: one cast a step, not one per product.
+  virtual void prepare_weights(const float* params) { (void)params; }
 
   // What crosses the stage's boundaries per micro-batch: its input (from the previous stage; its
   // gradient goes back) and its output (to the next stage; its gradient comes back).
@@ -127,6 +132,12 @@ class ModelFamily {
   // scratch); the stage allocates exactly this, so `plan` and the run agree.
   virtual size_t activation_bytes(const ParameterLayout& layout, int micro_batch,
                                   int slots) const = 0;
+  // Bytes of a stage's working copy of its weights (prepare_weights), allocated once per stage;
+  // 0 where the products multiply the fp32 parameters themselves.
+  virtual size_t weight_copy_bytes(const ParameterLayout& layout) const {
+    (void)layout;
+    return 0;
+  }
 
   // Batch statistics are synchronised over the data-parallel replicas (batch norm's sync_bn):
   // a process then runs its replicas together as one batch, so the statistics cover the same

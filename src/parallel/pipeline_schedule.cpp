@@ -148,6 +148,7 @@ double PipelineRunner::train(const float* params, float* buffers, float* grads, 
   options.training = true;
   options.update_buffers = update_buffers;
   options.fused_dloss = dloss;
+  model_.prepare_weights(params);
   double loss_sum = 0;
   for (const PipelineOp& op : pipeline_program(schedule_, stage_, stages_, M)) {
     if (op.forward) {
@@ -168,6 +169,7 @@ ForwardSums PipelineRunner::forward_only(const float* params, float* buffers, in
   sums.metrics.assign(metric_count, 0.0);
   ForwardOptions options;
   options.training = false;
+  model_.prepare_weights(params);
   for (int m = 0; m < micro_batches; ++m) {
     sums.loss += forward(m, 0, params, buffers, options, fill);
     if (stage_ == stages_ - 1 && metric_count > 0) {

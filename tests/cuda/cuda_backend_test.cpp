@@ -278,6 +278,30 @@ TEST_CASE("bf16 storage: products, GELU, layer norm and attention on bf16 activa
     got = t->gpu_values();
     CHECK(relative_to_largest(got.data(), t->cpu_values().data(), got.size()) < kReducedRelative);
   }
+  // The weights' bf16 working copy (convert, once a step): the same rounding on both backends,
+  // and the products on it those that cast the fp32 weight per call (the same bf16 operands;
+  // within the reduced tolerance, as the scratch's alignment may pick another algorithm).
+  Twin<uint16_t> w16(w.size(), 0);
+  Twin<float> w_back(w.size(), 0.0f);
+  const long wn = static_cast<long>(w.size());
+  cpu().convert(act(w16, false), w.c(), wn);
+  cpu().convert(w_back.c(), act(w16, false), wn);
+  gpu().convert(act(w16, true), w.g(), wn);
+  gpu().convert(w_back.g(), act(w16, true), wn);
+  CHECK(w16.gpu_values() == w16.cpu_values());
+  CHECK(w16.cpu_values() == bf16_bits(w.cpu_values()));
+  CHECK(w_back.gpu_values() == from_bf16_bits(w16.cpu_values()));
+  Twin<uint16_t> out16w(out16.size(), 0), dinpw(dinp.size(), 0);
+  Twin<float> dww(static_cast<size_t>(OC) * C, 0.5f);
+  gpu().matmul_forward(act(out16w, true), act(x, true), act(w16, true), bias.g(), N, C, OC);
+  gpu().matmul_backward(act(dinpw, true), dww.g(), nullptr, act(dout16, true), act(x, true),
+                        act(w16, true), N, C, OC);
+  for (auto [a, b] : {std::pair{&out16w, &out16}, std::pair{&dinpw, &dinp}}) {
+    const auto x1 = from_bf16_bits(a->gpu_values()), x2 = from_bf16_bits(b->gpu_values());
+    CHECK(relative_to_largest(x1.data(), x2.data(), x1.size()) < kReducedRelative);
+  }
+  got = dww.gpu_values();
+  CHECK(relative_to_largest(got.data(), dw.gpu_values().data(), got.size()) < kReducedRelative);
   // GELU and the layer norm.
   const long n = static_cast<long>(N) * C;
   Twin<uint16_t> gelu(static_cast<size_t>(n), 0), dgelu(static_cast<size_t>(n), 0);

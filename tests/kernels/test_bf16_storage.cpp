@@ -2,13 +2,15 @@
 // runs): each against its fp32 kernel on the same values (an output stored in bf16 is the fp32
 // result rounded: bitwise where the arithmetic is the same, within one bf16 rounding where the
 // products run on a copy) and against the fp32 kernel on unrounded inputs at bf16's tolerance.
-// The linear layer's bf16 operands: bitwise the product of fp32 operands holding the same values,
-// native (where oneDNN has bf16 products) and emulated.
+// The linear layer's bf16 operands (activations and the weights' working copy): bitwise the
+// product of fp32 operands holding the same values, native (where oneDNN has bf16 products) and
+// emulated. The backend's convert, which makes that working copy.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <vector>
 
+#include "backend/backend.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_bf16.h"
@@ -121,6 +123,9 @@ TEST_CASE("bf16 matmul with bf16 activations: bitwise the fp32 operands of the s
   const auto dout16 = bf16_bits(random_floats(size_t(n) * oc, 12));
   const auto inp = from_bf16_bits(inp16), dout = from_bf16_bits(dout16);
   const auto weight = random_floats(size_t(oc) * c, 13), bias = random_floats(oc, 14);
+  // The weights' bf16 working copy: the fp32 master rounded, as each product would round it.
+  const auto weight16 = bf16_bits(weight);
+  const sg::ConstAct w16(weight16.data(), sg::DType::BF16);
   const auto dweight0 = random_floats(size_t(oc) * c, 15);
   using Forward = decltype(&sg::cpu::matmul_forward_bf16);
   using Backward = decltype(&sg::cpu::matmul_backward_bf16);
@@ -151,6 +156,10 @@ TEST_CASE("bf16 matmul with bf16 activations: bitwise the fp32 operands of the s
       p.forward(out_mixed.data(), sg::ConstAct(inp16.data(), sg::DType::BF16), weight.data(), b,
                 n, c, oc);
       CHECK(out_mixed == out32);
+      std::vector<uint16_t> out16w(out32.size());  // the weight's bf16 copy too
+      p.forward(sg::Act(out16w.data(), sg::DType::BF16),
+                sg::ConstAct(inp16.data(), sg::DType::BF16), w16, b, n, c, oc);
+      CHECK(out16w == out16);
     }
     std::vector<float> din32(size_t(n) * c), dw32 = dweight0, db32(oc, 0.0f);
     std::vector<float> dw16 = dweight0, db16(oc, 0.0f);
@@ -163,6 +172,15 @@ TEST_CASE("bf16 matmul with bf16 activations: bitwise the fp32 operands of the s
     CHECK(din16 == bf16_bits(din32));
     CHECK(dw16 == dw32);
     CHECK(db16 == db32);
+    // The weight's bf16 copy (the input gradient's product packs it from bf16 instead of fp32).
+    std::vector<float> dw16w = dweight0, db16w(oc, 0.0f);
+    std::vector<uint16_t> din16w(din32.size());
+    p.backward(sg::Act(din16w.data(), sg::DType::BF16), dw16w.data(), db16w.data(),
+               sg::ConstAct(dout16.data(), sg::DType::BF16),
+               sg::ConstAct(inp16.data(), sg::DType::BF16), w16, n, c, oc);
+    CHECK(din16w == din16);
+    CHECK(dw16w == dw32);
+    CHECK(db16w == db32);
     // No input gradient wanted (the first layer of a stage).
     std::vector<float> dw_only = dweight0, db_only(oc, 0.0f);
     p.backward(nullptr, dw_only.data(), db_only.data(),
@@ -170,6 +188,27 @@ TEST_CASE("bf16 matmul with bf16 activations: bitwise the fp32 operands of the s
                sg::ConstAct(inp16.data(), sg::DType::BF16), weight.data(), n, c, oc);
     CHECK(dw_only == dw32);
   }
+}
+
+TEST_CASE("the backend's convert: fp32 to bf16 rounded to nearest even, bf16 to fp32 exact") {
+  sg::Backend& cpu = sg::cpu_backend();
+  // Large enough for the threaded (oneDNN reorder) path, with ties and specials at the start.
+  auto x = random_floats(100003, 31);
+  x[0] = 1.0f + 1.0f / 256;  // halfway between two bf16 values: ties to even (1.0)
+  x[1] = 1.0f + 3.0f / 256;  // halfway: ties to even (1 + 4/256)
+  x[2] = -0.0f;
+  std::vector<uint16_t> b(x.size());
+  cpu.convert(sg::Act(b.data(), sg::DType::BF16), x.data(), static_cast<long>(x.size()));
+  CHECK(b == bf16_bits(x));
+  CHECK(b[0] == 0x3f80);
+  CHECK(b[1] == 0x3f82);
+  CHECK(b[2] == 0x8000);
+  std::vector<float> back(x.size());
+  cpu.convert(back.data(), sg::ConstAct(b.data(), sg::DType::BF16), static_cast<long>(x.size()));
+  CHECK(back == from_bf16_bits(b));
+  std::vector<float> same(x.size());
+  cpu.convert(same.data(), x.data(), static_cast<long>(x.size()));
+  CHECK(same == x);
 }
 
 TEST_CASE("an fp32 kernel refuses a bf16 activation with a message") {

@@ -72,16 +72,27 @@ TEST_CASE("bf16 stores activations in 16 bits: no attention copies, 16-bit produ
   CHECK(ops["matmul_forward"].reduced);
   CHECK_FALSE(ops["matmul_forward"].fp32_operands);
   CHECK_FALSE(ops["matmul_backward"].fp32_operands);
-  // The weights (fp32 masters) are cast to bf16 for each product: 4 bytes read, 2 written each.
-  const double C = 64, L = 2, Vp = 256;
-  const double weights = L * 12 * C * C + C * Vp;
-  CHECK(ops["matmul_forward: bf16 casts"].bytes == doctest::Approx(6 * weights));
+  // The weights (fp32 masters) are cast to their bf16 working copy once a step, all of the flat
+  // buffer in one call (4 bytes read, 2 written each); the products cast nothing.
+  const auto family = sg::make_model_family(spec);
+  const sg::ParameterLayout layout(family->description());
+  const double params = static_cast<double>(layout.total());
+  CHECK(ops["convert"].bytes == doctest::Approx(6 * params));
+  CHECK(ops["convert"].calls == 1);
+  CHECK(ops.count("matmul_forward: bf16 casts") == 0);
+  CHECK(family->weight_copy_bytes(layout) == layout.total() * 2);
+  const double C = 64, L = 2;
   CHECK(ops["attention_forward"].reduced);
   // qkv and out are stored in bf16: cuDNN reads and writes them as they are. Its backward's
   // 16-bit gradients are added into the fp32 dqkv (2 bytes read, 4 read and written each).
   CHECK(ops.count("attention_forward: 16-bit copies") == 0);
   const double qkv = 4.0 * 32 * 3 * C * L;  // elements over the layers, one micro-batch of 4
   CHECK(ops["attention_backward: 16-bit copies"].bytes == doctest::Approx(10 * qkv));
+  // The backward casts only its fp32 output gradients: the qkv gradient (attention adds into
+  // it) and the residual stream's, for the two projections into it.
+  const double residual = 4.0 * 32 * C;  // one micro-batch's residual stream
+  CHECK(ops["matmul_backward: bf16 casts"].bytes == doctest::Approx(6 * (qkv + 2 * L * residual)));
+  CHECK(ops["matmul_backward: bf16 casts"].calls == 3 * L);
   // GELU reads and writes 2 bytes an element: 4C per token per layer.
   CHECK(ops["gelu_forward"].bytes == doctest::Approx(4 * 4.0 * 32 * 4 * C * L));
 
