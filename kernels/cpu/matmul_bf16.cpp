@@ -1,8 +1,8 @@
 // Linear layer with bf16 products through oneDNN's bf16 matmul. See kernels/matmul_bf16.h.
 //
 // Each call rounds its fp32 operands into bf16 copies (operands stored in bf16, activations and
-// the weights' working copy, are used as they are), then runs every product as fixed bands of output rows,
-// one single-threaded oneDNN call each: as kernels/cpu/matmul.cpp does for oneDNN's sgemm, the
+// the weights' working copy, are used as they are), then runs every product as fixed bands of
+// output rows, one single-threaded oneDNN call each: as kernels/cpu/matmul.cpp does for oneDNN's sgemm, the
 // bands are fixed by the shape, so no product's bits depend on the thread count. oneDNN's AMX
 // kernels (brg:avx512_core_amx_bf16) want dense operands; the weight gradient's dout^T is the one
 // read with strides (banded_product says why).

@@ -93,24 +93,29 @@ void CostBackend::fill(const TensorView& t, double /*value*/) {
 
 // --- linear algebra and elementwise --------------------------------------------------------------
 
-// cuBLASLt: out = inp @ W^T with the bias in the epilogue (cublaslt_gemm.h). With an activation
-// stored in bf16 it is a 16-bit GEMM: the fp32 weight (and any fp32 activation) cast to bf16
-// first, per call (counted apart).
 void CostBackend::convert(Act out, ConstAct inp, long n) {
   count("convert", (es(inp) + es(out)) * d(n));
 }
+// A 16-bit GEMM's casts of its fp32 operands to bf16, per call: 4 bytes read and 2 written per
+// element of each (x, elements) not already stored in bf16, one launch each; counted apart.
+void CostBackend::count_casts(const char* name,
+                              std::initializer_list<std::pair<ConstAct, double>> operands) {
+  double bytes = 0, launches = 0;
+  for (const auto& [x, n] : operands) {
+    if (!x.bf16()) bytes += (F + 2) * n, launches += 1;
+  }
+  if (launches > 0) count(name, bytes, launches);
+}
+// cuBLASLt: out = inp @ W^T with the bias in the epilogue (cublaslt_gemm.h). With any operand
+// stored in bf16 (an activation, the weights' working copy) it is a 16-bit GEMM: the others cast
+// to bf16 first.
 void CostBackend::matmul_forward(Act out, ConstAct inp, ConstAct weight, const float* bias, int N,
                                  int C, int OC) {
   const bool in16 = out.bf16() || inp.bf16() || weight.bf16();
   const double w = in16 ? 2 : F, x = in16 ? 2 : es(inp);
   const double bytes = w * d(OC) * C + x * d(N) * C + es(out) * d(N) * OC + (bias ? F * OC : 0);
   count("matmul_forward", bytes, 1, CostKind::Matrix, 2.0 * N * C * OC, in16);
-  if (in16) {
-    double cast = 0, launches = 0;
-    if (!weight.bf16()) cast += (F + 2) * d(OC) * C, launches += 1;
-    if (!inp.bf16()) cast += (F + 2) * d(N) * C, launches += 1;
-    if (launches > 0) count("matmul_forward: bf16 casts", cast, launches);
-  }
+  if (in16) count_casts("matmul_forward: bf16 casts", {{weight, d(OC) * C}, {inp, d(N) * C}});
 }
 // dinp = dout @ W; dweight += dout^T @ inp (beta 1: read and written, fp32); dbias: our column
 // sums (matmul.cuh), partials then their sum.
@@ -127,11 +132,8 @@ void CostBackend::matmul_backward(Act dinp, float*, float* dbias, ConstAct dout,
   }
   count("matmul_backward", bytes, launches, CostKind::Matrix, flops, in16);
   if (in16) {
-    double cast = 0, casts = 0;
-    if (!weight.bf16()) cast += (F + 2) * d(OC) * C, casts += 1;
-    if (!dout.bf16()) cast += (F + 2) * d(N) * OC, casts += 1;
-    if (!inp.bf16()) cast += (F + 2) * d(N) * C, casts += 1;
-    if (casts > 0) count("matmul_backward: bf16 casts", cast, casts);
+    count_casts("matmul_backward: bf16 casts",
+                {{weight, d(OC) * C}, {dout, d(N) * OC}, {inp, d(N) * C}});
   }
   if (dbias != nullptr) count("matmul_backward: bias sums", es(dout) * d(N) * OC + 2.0 * F * OC, 2);
 }

@@ -14,8 +14,10 @@
 // ops the model families issue, so a family's change shows in the estimate without a second
 // description of its step.
 #include <cstddef>
+#include <initializer_list>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -173,6 +175,8 @@ class CostBackend final : public Backend {
   // under reduced precision); an op's first call decides.
   void count(const std::string& name, double bytes, double launches = 1,
              CostKind kind = CostKind::Memory, double flops = 0, bool operands16 = false);
+  // The casts a 16-bit GEMM makes of its (operand, elements) not stored in bf16.
+  void count_casts(const char* name, std::initializer_list<std::pair<ConstAct, double>> operands);
   bool reduced() const { return precision_ != "fp32"; }
   // Whether attention of head size HS runs through cuDNN's SDPA (kernels/cuda/attention_op.cu).
   bool sdpa(int head_size) const;
