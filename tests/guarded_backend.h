@@ -105,12 +105,12 @@ class GuardedBackend final : public Backend {
     inner_.gelu_backward(dinp, inp, dout, n);
   }
 
-  void relu_forward(float* out, const float* inp, long n) override {
+  void relu_forward(Act out, ConstAct inp, long n) override {
     const Unlocked open(*this);
     inner_.relu_forward(out, inp, n);
   }
 
-  void relu_backward(float* dinp, const float* out, const float* dout, long n) override {
+  void relu_backward(float* dinp, ConstAct out, const float* dout, long n) override {
     const Unlocked open(*this);
     inner_.relu_backward(dinp, out, dout, n);
   }
@@ -125,12 +125,12 @@ class GuardedBackend final : public Backend {
     inner_.add_inplace(out, in, n);
   }
 
-  void add_relu_inplace(float* out, const float* in, long n) override {
+  void add_relu_inplace(Act out, ConstAct in, long n) override {
     const Unlocked open(*this);
     inner_.add_relu_inplace(out, in, n);
   }
 
-  void add_relu_backward(float* acc, const float* g, const float* out, long n) override {
+  void add_relu_backward(float* acc, const float* g, ConstAct out, long n) override {
     const Unlocked open(*this);
     inner_.add_relu_backward(acc, g, out, n);
   }
@@ -234,47 +234,47 @@ class GuardedBackend final : public Backend {
     inner_.crossentropy_vp_backward(dlogits, logits, row_max, sum_exp, targets, dloss, N, Vl, v0, V);
   }
 
-  void conv2d_forward(float* out, const float* inp, const float* weight, const Conv2dShape& s) override {
+  void conv2d_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s) override {
     const Unlocked open(*this);
     inner_.conv2d_forward(out, inp, weight, s);
   }
 
-  void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight, const Conv2dShape& s) override {
+  void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp, ConstAct weight, const Conv2dShape& s) override {
     const Unlocked open(*this);
     inner_.conv2d_backward(dinp, dweight, dout, inp, weight, s);
   }
 
-  void batchnorm_forward_train(float* out, float* mean, float* var, const float* inp, const float* gamma, const float* beta, long M, int C, float eps) override {
+  void batchnorm_forward_train(Act out, float* mean, float* var, ConstAct inp, const float* gamma, const float* beta, long M, int C, float eps) override {
     const Unlocked open(*this);
     inner_.batchnorm_forward_train(out, mean, var, inp, gamma, beta, M, C, eps);
   }
 
-  void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout, const float* inp, const float* mean, const float* var, const float* gamma, long M, int C, float eps) override {
+  void batchnorm_backward(Act dinp, float* dgamma, float* dbeta, const float* dout, ConstAct inp, const float* mean, const float* var, const float* gamma, long M, int C, float eps) override {
     const Unlocked open(*this);
     inner_.batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, M, C, eps);
   }
 
-  void batchnorm_add_relu_backward(float* dinp, float* dgamma, float* dbeta, float* dout, const float* g, const float* out, const float* inp, const float* mean, const float* var, const float* gamma, long M, int C, float eps) override {
+  void batchnorm_add_relu_backward(Act dinp, float* dgamma, float* dbeta, float* dout, const float* g, ConstAct out, ConstAct inp, const float* mean, const float* var, const float* gamma, long M, int C, float eps) override {
     const Unlocked open(*this);
     inner_.batchnorm_add_relu_backward(dinp, dgamma, dbeta, dout, g, out, inp, mean, var, gamma, M, C, eps);
   }
 
-  void batchnorm_relu_forward_train(float* out, float* mean, float* var, const float* inp, const float* gamma, const float* beta, long M, int C, float eps) override {
+  void batchnorm_relu_forward_train(Act out, float* mean, float* var, ConstAct inp, const float* gamma, const float* beta, long M, int C, float eps) override {
     const Unlocked open(*this);
     inner_.batchnorm_relu_forward_train(out, mean, var, inp, gamma, beta, M, C, eps);
   }
 
-  void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta, const float* dout, const float* inp, const float* out, const float* mean, const float* var, const float* gamma, const float* beta, long M, int C, float eps) override {
+  void batchnorm_relu_backward(Act dinp, float* dgamma, float* dbeta, const float* dout, ConstAct inp, ConstAct out, const float* mean, const float* var, const float* gamma, const float* beta, long M, int C, float eps) override {
     const Unlocked open(*this);
     inner_.batchnorm_relu_backward(dinp, dgamma, dbeta, dout, inp, out, mean, var, gamma, beta, M, C, eps);
   }
 
-  void batchnorm_add_relu_forward_train(float* out, float* mean, float* var, const float* inp, const float* gamma, const float* beta, const float* residual, long M, int C, float eps) override {
+  void batchnorm_add_relu_forward_train(Act out, float* mean, float* var, ConstAct inp, const float* gamma, const float* beta, ConstAct residual, long M, int C, float eps) override {
     const Unlocked open(*this);
     inner_.batchnorm_add_relu_forward_train(out, mean, var, inp, gamma, beta, residual, M, C, eps);
   }
 
-  void batchnorm_sums(double* sums, const float* inp, long M, int C) override {
+  void batchnorm_sums(double* sums, ConstAct inp, long M, int C) override {
     const Unlocked open(*this);
     inner_.batchnorm_sums(sums, inp, M, C);
   }
@@ -284,17 +284,17 @@ class GuardedBackend final : public Backend {
     inner_.batchnorm_stats(mean, var, sums, count, C);
   }
 
-  void batchnorm_normalize(float* out, const float* inp, const float* mean, const float* var, const float* gamma, const float* beta, long M, int C, float eps) override {
+  void batchnorm_normalize(Act out, ConstAct inp, const float* mean, const float* var, const float* gamma, const float* beta, long M, int C, float eps) override {
     const Unlocked open(*this);
     inner_.batchnorm_normalize(out, inp, mean, var, gamma, beta, M, C, eps);
   }
 
-  void batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta, const float* dout, const float* inp, const float* mean, const float* var, long M, int C, float eps) override {
+  void batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta, const float* dout, ConstAct inp, const float* mean, const float* var, long M, int C, float eps) override {
     const Unlocked open(*this);
     inner_.batchnorm_backward_sums(sums, dgamma, dbeta, dout, inp, mean, var, M, C, eps);
   }
 
-  void batchnorm_backward_input(float* dinp, const double* sums, const float* dout, const float* inp, const float* mean, const float* var, const float* gamma, double count, long M, int C, float eps) override {
+  void batchnorm_backward_input(Act dinp, const double* sums, const float* dout, ConstAct inp, const float* mean, const float* var, const float* gamma, double count, long M, int C, float eps) override {
     const Unlocked open(*this);
     inner_.batchnorm_backward_input(dinp, sums, dout, inp, mean, var, gamma, count, M, C, eps);
   }
@@ -304,7 +304,7 @@ class GuardedBackend final : public Backend {
     inner_.batchnorm_update_running(running_mean, running_var, mean, var, count, C, momentum);
   }
 
-  void maxpool_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) override {
+  void maxpool_forward(Act out, int32_t* argmax, ConstAct inp, const Pool2dShape& s) override {
     const Unlocked open(*this);
     inner_.maxpool_forward(out, argmax, inp, s);
   }
@@ -314,12 +314,12 @@ class GuardedBackend final : public Backend {
     inner_.maxpool_backward(dinp, dout, argmax, s);
   }
 
-  void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) override {
+  void nchw_to_nhwc(Act out, const float* inp, int N, int C, int HW) override {
     const Unlocked open(*this);
     inner_.nchw_to_nhwc(out, inp, N, C, HW);
   }
 
-  void global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) override {
+  void global_avgpool_forward(float* out, ConstAct inp, int N, int HW, int C) override {
     const Unlocked open(*this);
     inner_.global_avgpool_forward(out, inp, N, HW, C);
   }

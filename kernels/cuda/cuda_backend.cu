@@ -308,13 +308,13 @@ void CudaBackend::gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) {
   }
   cuda::gelu_backward(dinp.f32(), inp.f32(), dout.f32(), n, compute_);
 }
-void CudaBackend::relu_forward(float* out, const float* inp, long n) {
+void CudaBackend::relu_forward(Act out, ConstAct inp, long n) {
   const auto timed = begin_op("relu_forward");
-  cuda::relu_forward(out, inp, n, compute_);
+  cuda::relu_forward(out.f32(), inp.f32(), n, compute_);
 }
-void CudaBackend::relu_backward(float* dinp, const float* out, const float* dout, long n) {
+void CudaBackend::relu_backward(float* dinp, ConstAct out, const float* dout, long n) {
   const auto timed = begin_op("relu_backward");
-  cuda::relu_backward(dinp, out, dout, n, compute_);
+  cuda::relu_backward(dinp, out.f32(), dout, n, compute_);
 }
 void CudaBackend::residual_forward(float* out, const float* a, const float* b, long n) {
   const auto timed = begin_op("residual_forward");
@@ -324,9 +324,9 @@ void CudaBackend::add_inplace(float* out, const float* in, long n) {
   const auto timed = begin_op("add_inplace");
   cuda::add_inplace(out, in, n, compute_);
 }
-void CudaBackend::add_relu_inplace(float* out, const float* in, long n) {
+void CudaBackend::add_relu_inplace(Act out, ConstAct in, long n) {
   const auto timed = begin_op("add_relu_inplace");
-  cuda::add_relu_inplace(out, in, n, compute_);
+  cuda::add_relu_inplace(out.f32(), in.f32(), n, compute_);
 }
 void CudaBackend::scale(float* x, float factor, long n) {
   if (n <= 0) return;
@@ -490,15 +490,15 @@ void CudaBackend::crossentropy_vp_backward(float* dlogits, const float* logits,
 
 // --- convolutional networks -------------------------------------------------------------------
 
-void CudaBackend::conv2d_forward(float* out, const float* inp, const float* weight,
+void CudaBackend::conv2d_forward(Act out, ConstAct inp, ConstAct weight,
                                  const Conv2dShape& s) {
   const auto timed = begin_op("conv2d_forward");
-  conv().forward(out, inp, weight, s);
+  conv().forward(out.f32(), inp.f32(), weight.f32(), s);
 }
-void CudaBackend::conv2d_backward(float* dinp, float* dweight, const float* dout,
-                                  const float* inp, const float* weight, const Conv2dShape& s) {
+void CudaBackend::conv2d_backward(float* dinp, float* dweight, ConstAct dout,
+                                  ConstAct inp, ConstAct weight, const Conv2dShape& s) {
   const auto timed = begin_op("conv2d_backward");
-  conv().backward(dinp, dweight, dout, inp, weight, s);
+  conv().backward(dinp, dweight, dout.f32(), inp.f32(), weight.f32(), s);
 }
 std::pair<double*, double*> CudaBackend::batchnorm_scratch(long M, int C) {
   ScratchLayout layout;
@@ -508,12 +508,12 @@ std::pair<double*, double*> CudaBackend::batchnorm_scratch(long M, int C) {
   unsigned char* base = scratch(layout.bytes());
   return {reinterpret_cast<double*>(base + sums_at), reinterpret_cast<double*>(base + partial_at)};
 }
-void CudaBackend::batchnorm_forward_train(float* out, float* mean, float* var, const float* inp,
+void CudaBackend::batchnorm_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                           const float* gamma, const float* beta, long M, int C,
                                           float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_forward_train");
-  batchnorm_train_kernels(out, mean, var, inp, gamma, beta, M, C, eps);
+  batchnorm_train_kernels(out.f32(), mean, var, inp.f32(), gamma, beta, M, C, eps);
 }
 // The split kernels in sequence: column sums, statistics over this replica's M rows, normalize.
 void CudaBackend::batchnorm_train_kernels(float* out, float* mean, float* var, const float* inp,
@@ -524,12 +524,12 @@ void CudaBackend::batchnorm_train_kernels(float* out, float* mean, float* var, c
   cuda::batchnorm_stats(mean, var, sums, static_cast<double>(M), C, compute_);
   cuda::batchnorm_normalize(out, inp, mean, var, gamma, beta, M, C, eps, compute_);
 }
-void CudaBackend::batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
-                                     const float* inp, const float* mean, const float* var,
+void CudaBackend::batchnorm_backward(Act dinp, float* dgamma, float* dbeta, const float* dout,
+                                     ConstAct inp, const float* mean, const float* var,
                                      const float* gamma, long M, int C, float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_backward");
-  batchnorm_backward_kernels(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, M, C, eps);
+  batchnorm_backward_kernels(dinp.f32(), dgamma, dbeta, dout, inp.f32(), mean, var, gamma, M, C, eps);
 }
 // dinp may be dout: the input kernel reads each element's gradient before writing it.
 void CudaBackend::batchnorm_backward_kernels(float* dinp, float* dgamma, float* dbeta,
@@ -543,25 +543,25 @@ void CudaBackend::batchnorm_backward_kernels(float* dinp, float* dgamma, float* 
                                  M, C, eps, compute_);
 }
 // ReLU fused: the same kernels with ReLU passes around them; the mask is the output itself.
-void CudaBackend::batchnorm_relu_forward_train(float* out, float* mean, float* var,
-                                               const float* inp, const float* gamma,
+void CudaBackend::batchnorm_relu_forward_train(Act out, float* mean, float* var,
+                                               ConstAct inp, const float* gamma,
                                                const float* beta, long M, int C, float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_relu_forward_train");
-  batchnorm_train_kernels(out, mean, var, inp, gamma, beta, M, C, eps);
-  cuda::relu_forward(out, out, M * C, compute_);
+  batchnorm_train_kernels(out.f32(), mean, var, inp.f32(), gamma, beta, M, C, eps);
+  cuda::relu_forward(out.f32(), out.f32(), M * C, compute_);
 }
-void CudaBackend::batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta,
-                                          const float* dout, const float* inp, const float* out,
+void CudaBackend::batchnorm_relu_backward(Act dinp, float* dgamma, float* dbeta,
+                                          const float* dout, ConstAct inp, ConstAct out,
                                           const float* mean, const float* var, const float* gamma,
                                           const float* /*beta*/, long M, int C, float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_relu_backward");
   // The masked gradient goes to dinp, which the batch norm's backward then overwrites.
-  cuda::relu_backward(dinp, out, dout, M * C, compute_);
-  batchnorm_backward_kernels(dinp, dgamma, dbeta, dinp, inp, mean, var, gamma, M, C, eps);
+  cuda::relu_backward(dinp.f32(), out.f32(), dout, M * C, compute_);
+  batchnorm_backward_kernels(dinp.f32(), dgamma, dbeta, dinp.f32(), inp.f32(), mean, var, gamma, M, C, eps);
 }
-void CudaBackend::batchnorm_sums(double* sums, const float* inp, long M, int C) {
+void CudaBackend::batchnorm_sums(double* sums, ConstAct inp, long M, int C) {
   if (C <= 0) return;
   const auto timed = begin_op("batchnorm_sums");
   if (M <= 0) {  // sums over no rows
@@ -569,7 +569,7 @@ void CudaBackend::batchnorm_sums(double* sums, const float* inp, long M, int C) 
     return;
   }
   double* partial = batchnorm_scratch(M, C).second;
-  cuda::batchnorm_sums(sums, partial, inp, M, C, compute_);
+  cuda::batchnorm_sums(sums, partial, inp.f32(), M, C, compute_);
 }
 void CudaBackend::batchnorm_stats(float* mean, float* var, const double* sums, double count,
                                   int C) {
@@ -577,15 +577,15 @@ void CudaBackend::batchnorm_stats(float* mean, float* var, const double* sums, d
   const auto timed = begin_op("batchnorm_stats");
   cuda::batchnorm_stats(mean, var, sums, count, C, compute_);
 }
-void CudaBackend::batchnorm_normalize(float* out, const float* inp, const float* mean,
+void CudaBackend::batchnorm_normalize(Act out, ConstAct inp, const float* mean,
                                       const float* var, const float* gamma, const float* beta,
                                       long M, int C, float eps) {
   if (C <= 0) return;
   const auto timed = begin_op("batchnorm_normalize");
-  cuda::batchnorm_normalize(out, inp, mean, var, gamma, beta, M, C, eps, compute_);
+  cuda::batchnorm_normalize(out.f32(), inp.f32(), mean, var, gamma, beta, M, C, eps, compute_);
 }
 void CudaBackend::batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta,
-                                          const float* dout, const float* inp, const float* mean,
+                                          const float* dout, ConstAct inp, const float* mean,
                                           const float* var, long M, int C, float eps) {
   if (C <= 0) return;
   const auto timed = begin_op("batchnorm_backward_sums");
@@ -594,16 +594,16 @@ void CudaBackend::batchnorm_backward_sums(double* sums, float* dgamma, float* db
     return;
   }
   double* partial = batchnorm_scratch(M, C).second;
-  cuda::batchnorm_backward_sums(sums, partial, dgamma, dbeta, dout, inp, mean, var, M, C, eps,
+  cuda::batchnorm_backward_sums(sums, partial, dgamma, dbeta, dout, inp.f32(), mean, var, M, C, eps,
                                 compute_);
 }
-void CudaBackend::batchnorm_backward_input(float* dinp, const double* sums, const float* dout,
-                                           const float* inp, const float* mean, const float* var,
+void CudaBackend::batchnorm_backward_input(Act dinp, const double* sums, const float* dout,
+                                           ConstAct inp, const float* mean, const float* var,
                                            const float* gamma, double count, long M, int C,
                                            float eps) {
   if (C <= 0) return;
   const auto timed = begin_op("batchnorm_backward_input");
-  cuda::batchnorm_backward_input(dinp, sums, dout, inp, mean, var, gamma, count, M, C, eps,
+  cuda::batchnorm_backward_input(dinp.f32(), sums, dout, inp.f32(), mean, var, gamma, count, M, C, eps,
                                  compute_);
 }
 void CudaBackend::batchnorm_update_running(float* running_mean, float* running_var,
@@ -614,24 +614,24 @@ void CudaBackend::batchnorm_update_running(float* running_mean, float* running_v
   cuda::batchnorm_update_running(running_mean, running_var, mean, var, count, C, momentum,
                                  compute_);
 }
-void CudaBackend::maxpool_forward(float* out, int32_t* argmax, const float* inp,
+void CudaBackend::maxpool_forward(Act out, int32_t* argmax, ConstAct inp,
                                   const Pool2dShape& s) {
   const auto timed = begin_op("maxpool_forward");
-  cuda::maxpool_forward(out, argmax, inp, s, compute_);
+  cuda::maxpool_forward(out.f32(), argmax, inp.f32(), s, compute_);
 }
 void CudaBackend::maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
                                    const Pool2dShape& s) {
   const auto timed = begin_op("maxpool_backward");
   cuda::maxpool_backward(dinp, dout, argmax, s, compute_);
 }
-void CudaBackend::nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) {
+void CudaBackend::nchw_to_nhwc(Act out, const float* inp, int N, int C, int HW) {
   const auto timed = begin_op("nchw_to_nhwc");
-  cuda::nchw_to_nhwc(out, inp, N, C, HW, compute_);
+  cuda::nchw_to_nhwc(out.f32(), inp, N, C, HW, compute_);
 }
-void CudaBackend::global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) {
+void CudaBackend::global_avgpool_forward(float* out, ConstAct inp, int N, int HW, int C) {
   if (static_cast<long>(N) * C <= 0) return;
   const auto timed = begin_op("global_avgpool_forward");
-  cuda::global_avgpool_forward(out, inp, N, HW, C, compute_);
+  cuda::global_avgpool_forward(out, inp.f32(), N, HW, C, compute_);
 }
 void CudaBackend::global_avgpool_backward(float* dinp, const float* dout, int N, int HW, int C) {
   const auto timed = begin_op("global_avgpool_backward");

@@ -82,15 +82,15 @@ class Backend {
                                ConstAct inp, ConstAct weight, int N, int C, int OC) = 0;
   virtual void gelu_forward(Act out, ConstAct inp, long n) = 0;
   virtual void gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) = 0;
-  virtual void relu_forward(float* out, const float* inp, long n) = 0;
-  virtual void relu_backward(float* dinp, const float* out, const float* dout, long n) = 0;
+  virtual void relu_forward(Act out, ConstAct inp, long n) = 0;
+  virtual void relu_backward(float* dinp, ConstAct out, const float* dout, long n) = 0;
   virtual void residual_forward(float* out, const float* a, const float* b, long n) = 0;
   virtual void add_inplace(float* out, const float* in, long n) = 0;       // out += in
-  virtual void add_relu_inplace(float* out, const float* in, long n) = 0;  // out = max(out + in, 0)
+  virtual void add_relu_inplace(Act out, ConstAct in, long n) = 0;  // out = max(out + in, 0)
   // acc = acc + g where out > 0, else 0: two gradients of a ReLU's output (out) summed and taken
   // through the ReLU in one pass; bit for bit the two ops here, which a backend without the
   // fused kernel runs.
-  virtual void add_relu_backward(float* acc, const float* g, const float* out, long n) {
+  virtual void add_relu_backward(float* acc, const float* g, ConstAct out, long n) {
     add_inplace(acc, g, n);
     relu_backward(acc, out, acc, n);
   }
@@ -154,22 +154,22 @@ class Backend {
   // --- convolutional networks (kernels/conv2d.h, batchnorm.h, pool.h, relu.h,
   // classifier_loss.h) --
   // Activations are NHWC; convolution weights (K, C/groups, R, S) as PyTorch stores them.
-  virtual void conv2d_forward(float* out, const float* inp, const float* weight,
+  virtual void conv2d_forward(Act out, ConstAct inp, ConstAct weight,
                               const Conv2dShape& s) = 0;
-  virtual void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                               const float* weight, const Conv2dShape& s) = 0;
-  virtual void batchnorm_forward_train(float* out, float* mean, float* var, const float* inp,
+  virtual void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp,
+                               ConstAct weight, const Conv2dShape& s) = 0;
+  virtual void batchnorm_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                        const float* gamma, const float* beta, long M, int C,
                                        float eps) = 0;
-  virtual void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
-                                  const float* inp, const float* mean, const float* var,
+  virtual void batchnorm_backward(Act dinp, float* dgamma, float* dbeta, const float* dout,
+                                  ConstAct inp, const float* mean, const float* var,
                                   const float* gamma, long M, int C, float eps) = 0;
   // dout = dout + g where out > 0, else 0 (add_relu_backward: a residual block's two input
   // gradients summed and taken through the ReLU before it), then batchnorm_backward of that: the
   // next batch norm back reads the sum as it is made. Bit for bit the two ops here, which a
   // backend without the fused kernel runs.
-  virtual void batchnorm_add_relu_backward(float* dinp, float* dgamma, float* dbeta, float* dout,
-                                           const float* g, const float* out, const float* inp,
+  virtual void batchnorm_add_relu_backward(Act dinp, float* dgamma, float* dbeta, float* dout,
+                                           const float* g, ConstAct out, ConstAct inp,
                                            const float* mean, const float* var,
                                            const float* gamma, long M, int C, float eps) {
     add_relu_backward(dout, g, out, M * C);
@@ -179,47 +179,47 @@ class Backend {
   // the backward takes dout as the gradient of that output. The backward gets the forward's
   // `out` and `beta`; a backend masks with either (CUDA: out > 0; CPU: the batch norm of inp
   // recomputed from gamma and beta, which saves reading `out`).
-  virtual void batchnorm_relu_forward_train(float* out, float* mean, float* var,
-                                            const float* inp, const float* gamma,
+  virtual void batchnorm_relu_forward_train(Act out, float* mean, float* var,
+                                            ConstAct inp, const float* gamma,
                                             const float* beta, long M, int C, float eps) = 0;
-  virtual void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta,
-                                       const float* dout, const float* inp, const float* out,
+  virtual void batchnorm_relu_backward(Act dinp, float* dgamma, float* dbeta,
+                                       const float* dout, ConstAct inp, ConstAct out,
                                        const float* mean, const float* var, const float* gamma,
                                        const float* beta, long M, int C, float eps) = 0;
   // out = max(0, batch norm of inp + residual): a residual block's last batch norm, the sum and
   // its ReLU in one op; bit for bit the two ops here, which a backend without the fused kernel
   // runs. Its backward is batchnorm_backward (after add_relu_backward has applied the ReLU).
-  virtual void batchnorm_add_relu_forward_train(float* out, float* mean, float* var,
-                                                const float* inp, const float* gamma,
-                                                const float* beta, const float* residual, long M,
+  virtual void batchnorm_add_relu_forward_train(Act out, float* mean, float* var,
+                                                ConstAct inp, const float* gamma,
+                                                const float* beta, ConstAct residual, long M,
                                                 int C, float eps) {
     batchnorm_forward_train(out, mean, var, inp, gamma, beta, M, C, eps);
     add_relu_inplace(out, residual, M * C);
   }
   // The split batch norm that synchronised statistics go through (sums reduced over the
   // replicas between the calls), also evaluation (normalize with the running statistics).
-  virtual void batchnorm_sums(double* sums, const float* inp, long M, int C) = 0;
+  virtual void batchnorm_sums(double* sums, ConstAct inp, long M, int C) = 0;
   virtual void batchnorm_stats(float* mean, float* var, const double* sums, double count,
                                int C) = 0;
-  virtual void batchnorm_normalize(float* out, const float* inp, const float* mean,
+  virtual void batchnorm_normalize(Act out, ConstAct inp, const float* mean,
                                    const float* var, const float* gamma, const float* beta,
                                    long M, int C, float eps) = 0;
   virtual void batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta,
-                                       const float* dout, const float* inp, const float* mean,
+                                       const float* dout, ConstAct inp, const float* mean,
                                        const float* var, long M, int C, float eps) = 0;
-  virtual void batchnorm_backward_input(float* dinp, const double* sums, const float* dout,
-                                        const float* inp, const float* mean, const float* var,
+  virtual void batchnorm_backward_input(Act dinp, const double* sums, const float* dout,
+                                        ConstAct inp, const float* mean, const float* var,
                                         const float* gamma, double count, long M, int C,
                                         float eps) = 0;
   virtual void batchnorm_update_running(float* running_mean, float* running_var,
                                         const float* mean, const float* var, double count, int C,
                                         float momentum) = 0;
-  virtual void maxpool_forward(float* out, int32_t* argmax, const float* inp,
+  virtual void maxpool_forward(Act out, int32_t* argmax, ConstAct inp,
                                const Pool2dShape& s) = 0;
   virtual void maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
                                 const Pool2dShape& s) = 0;
-  virtual void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) = 0;
-  virtual void global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) = 0;
+  virtual void nchw_to_nhwc(Act out, const float* inp, int N, int C, int HW) = 0;
+  virtual void global_avgpool_forward(float* out, ConstAct inp, int N, int HW, int C) = 0;
   virtual void global_avgpool_backward(float* dinp, const float* dout, int N, int HW,
                                        int C) = 0;
   virtual void classifier_loss_forward_backward(float* losses, float* dlogits,

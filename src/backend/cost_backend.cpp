@@ -143,16 +143,18 @@ void CostBackend::gelu_forward(Act out, ConstAct inp, long n) {
 void CostBackend::gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) {
   count("gelu_backward", (es(inp) + es(dout) + es(dinp)) * d(n));
 }
-void CostBackend::relu_forward(float*, const float*, long n) { count("relu_forward", 2 * F * d(n)); }
-void CostBackend::relu_backward(float*, const float*, const float*, long n) {
-  count("relu_backward", 3 * F * d(n));
+void CostBackend::relu_forward(Act out, ConstAct inp, long n) {
+  count("relu_forward", (es(inp) + es(out)) * d(n));
+}
+void CostBackend::relu_backward(float*, ConstAct out, const float*, long n) {
+  count("relu_backward", (2 * F + es(out)) * d(n));
 }
 void CostBackend::residual_forward(float*, const float*, const float*, long n) {
   count("residual_forward", 3 * F * d(n));
 }
 void CostBackend::add_inplace(float*, const float*, long n) { count("add_inplace", 3 * F * d(n)); }
-void CostBackend::add_relu_inplace(float*, const float*, long n) {
-  count("add_relu_inplace", 3 * F * d(n));
+void CostBackend::add_relu_inplace(Act out, ConstAct in, long n) {
+  count("add_relu_inplace", (2 * es(out) + es(in)) * d(n));
 }
 void CostBackend::add_bias(float*, const float*, long N, long C) {
   count("add_bias", F * (2.0 * d(N) * d(C) + d(C)));
@@ -266,87 +268,91 @@ void CostBackend::crossentropy_vp_backward(float*, const float*, const float*, c
 // cuDNN on NHWC tensors; a filter larger than 1x1 is transposed to KRSC first, and its
 // gradient computed in KRSC and added back to ours (cudnn_conv.cu): counted apart, as those are
 // our memory-bound kernels between cuDNN's.
-void CostBackend::conv2d_forward(float*, const float*, const float*, const Conv2dShape& s) {
+void CostBackend::conv2d_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s) {
   const double w = d(s.weight_size());
   const double flops = 2.0 * d(s.out_size()) * (s.C / s.groups) * s.R * s.S;
-  count("conv2d_forward", F * (d(s.in_size()) + w + d(s.out_size())), 1,
-        CostKind::Convolution, flops);
-  if (s.R * s.S > 1) count("conv2d_forward: filter transposes", 2 * F * w);
+  count("conv2d_forward", es(inp) * d(s.in_size()) + es(weight) * w + es(out) * d(s.out_size()), 1,
+        CostKind::Convolution, flops, inp.bf16());
+  if (s.R * s.S > 1) count("conv2d_forward: filter transposes", (F + es(weight)) * w);
 }
 // Data gradient (when asked) and filter gradient: each the forward's products.
-void CostBackend::conv2d_backward(float* dinp, float*, const float*, const float*, const float*,
-                                  const Conv2dShape& s) {
+void CostBackend::conv2d_backward(float* dinp, float*, ConstAct dout, ConstAct inp,
+                                  ConstAct weight, const Conv2dShape& s) {
   const double w = d(s.weight_size()), in = d(s.in_size()), out = d(s.out_size());
   const bool transposed = s.R * s.S > 1;
   const double flops1 = 2.0 * out * (s.C / s.groups) * s.R * s.S;
-  double bytes = F * (in + out + (transposed ? w : 2 * w)), flops = flops1, launches = 1;
+  double bytes = es(inp) * in + es(dout) * out + F * (transposed ? w : 2 * w), flops = flops1,
+         launches = 1;
   if (dinp != nullptr) {
-    bytes += F * (out + w + in);
+    bytes += es(dout) * out + es(weight) * w + F * in;
     flops += flops1;
     launches += 1;
   }
-  count("conv2d_backward", bytes, launches, CostKind::Convolution, flops);
+  count("conv2d_backward", bytes, launches, CostKind::Convolution, flops, inp.bf16());
   if (transposed) {
-    count("conv2d_backward: filter transposes", 3 * F * w + (dinp != nullptr ? 2 * F * w : 0),
-          dinp != nullptr ? 2 : 1);
+    count("conv2d_backward: filter transposes",
+          3 * F * w + (dinp != nullptr ? (F + es(weight)) * w : 0), dinp != nullptr ? 2 : 1);
   }
 }
 // Column sums (inp read), statistics, normalize (inp read, out written).
-void CostBackend::batchnorm_forward_train(float*, float*, float*, const float*, const float*,
+void CostBackend::batchnorm_forward_train(Act out, float*, float*, ConstAct inp, const float*,
                                           const float*, long M, int C, float) {
-  count("batchnorm_forward_train", F * 3.0 * d(M) * C, 3);
+  count("batchnorm_forward_train", (2 * es(inp) + es(out)) * d(M) * C, 3);
 }
 // Sums of dout and dout * x-hat (dout, inp read), then the input gradient (dout, inp read; dinp
 // written).
-void CostBackend::batchnorm_backward(float*, float*, float*, const float*, const float*,
+void CostBackend::batchnorm_backward(Act dinp, float*, float*, const float*, ConstAct inp,
                                      const float*, const float*, const float*, long M, int C,
                                      float) {
-  count("batchnorm_backward", F * 5.0 * d(M) * C, 2);
+  count("batchnorm_backward", (2 * F + 2 * es(inp) + es(dinp)) * d(M) * C, 2);
 }
-void CostBackend::batchnorm_relu_forward_train(float*, float*, float*, const float*, const float*,
-                                               const float*, long M, int C, float) {
-  count("batchnorm_relu_forward_train", F * 5.0 * d(M) * C, 4);  // + the ReLU pass in place
+void CostBackend::batchnorm_relu_forward_train(Act out, float*, float*, ConstAct inp,
+                                               const float*, const float*, long M, int C, float) {
+  // + the ReLU pass in place
+  count("batchnorm_relu_forward_train", (2 * es(inp) + 3 * es(out)) * d(M) * C, 4);
 }
-void CostBackend::batchnorm_relu_backward(float*, float*, float*, const float*, const float*,
-                                          const float*, const float*, const float*, const float*,
+void CostBackend::batchnorm_relu_backward(Act dinp, float*, float*, const float*, ConstAct inp,
+                                          ConstAct out, const float*, const float*, const float*,
                                           const float*, long M, int C, float) {
-  count("batchnorm_relu_backward", F * 8.0 * d(M) * C, 3);  // the masked gradient first
+  // the masked gradient first (dout, out read; dinp written), then the batch norm's backward on it
+  count("batchnorm_relu_backward",
+        (F + es(out) + es(dinp) + 2 * (es(dinp) + es(inp)) + es(dinp)) * d(M) * C, 3);
 }
-void CostBackend::batchnorm_sums(double*, const float*, long M, int C) {
-  count("batchnorm_sums", F * d(M) * C, 2);
+void CostBackend::batchnorm_sums(double*, ConstAct inp, long M, int C) {
+  count("batchnorm_sums", es(inp) * d(M) * C, 2);
 }
 void CostBackend::batchnorm_stats(float*, float*, const double*, double, int C) {
   count("batchnorm_stats", 24.0 * C);
 }
-void CostBackend::batchnorm_normalize(float*, const float*, const float*, const float*,
+void CostBackend::batchnorm_normalize(Act out, ConstAct inp, const float*, const float*,
                                       const float*, const float*, long M, int C, float) {
-  count("batchnorm_normalize", F * 2.0 * d(M) * C);
+  count("batchnorm_normalize", (es(inp) + es(out)) * d(M) * C);
 }
-void CostBackend::batchnorm_backward_sums(double*, float*, float*, const float*, const float*,
+void CostBackend::batchnorm_backward_sums(double*, float*, float*, const float*, ConstAct inp,
                                           const float*, const float*, long M, int C, float) {
-  count("batchnorm_backward_sums", F * 2.0 * d(M) * C, 2);
+  count("batchnorm_backward_sums", (F + es(inp)) * d(M) * C, 2);
 }
-void CostBackend::batchnorm_backward_input(float*, const double*, const float*, const float*,
+void CostBackend::batchnorm_backward_input(Act dinp, const double*, const float*, ConstAct inp,
                                            const float*, const float*, const float*, double,
                                            long M, int C, float) {
-  count("batchnorm_backward_input", F * 3.0 * d(M) * C);
+  count("batchnorm_backward_input", (F + es(inp) + es(dinp)) * d(M) * C);
 }
 void CostBackend::batchnorm_update_running(float*, float*, const float*, const float*, double,
                                            int C, float) {
   count("batchnorm_update_running", F * 6.0 * C);
 }
-void CostBackend::maxpool_forward(float*, int32_t*, const float*, const Pool2dShape& s) {
-  count("maxpool_forward", F * d(s.in_size()) + (F + I) * d(s.out_size()));
+void CostBackend::maxpool_forward(Act out, int32_t*, ConstAct inp, const Pool2dShape& s) {
+  count("maxpool_forward", es(inp) * d(s.in_size()) + (es(out) + I) * d(s.out_size()));
 }
 // The input gradient zeroed, then each output's gradient added at its argmax.
 void CostBackend::maxpool_backward(float*, const float*, const int32_t*, const Pool2dShape& s) {
   count("maxpool_backward", F * 2.0 * d(s.in_size()) + (F + I) * d(s.out_size()), 2);
 }
-void CostBackend::nchw_to_nhwc(float*, const float*, int N, int C, int HW) {
-  count("nchw_to_nhwc", F * 2.0 * N * C * HW);
+void CostBackend::nchw_to_nhwc(Act out, const float*, int N, int C, int HW) {
+  count("nchw_to_nhwc", (F + es(out)) * N * C * HW);
 }
-void CostBackend::global_avgpool_forward(float*, const float*, int N, int HW, int C) {
-  count("global_avgpool_forward", F * (d(N) * HW * C + d(N) * C));
+void CostBackend::global_avgpool_forward(float*, ConstAct inp, int N, int HW, int C) {
+  count("global_avgpool_forward", es(inp) * d(N) * HW * C + F * d(N) * C);
 }
 void CostBackend::global_avgpool_backward(float*, const float*, int N, int HW, int C) {
   count("global_avgpool_backward", F * (d(N) * HW * C + d(N) * C));

@@ -70,11 +70,11 @@ class CostBackend final : public Backend {
                        ConstAct weight, int N, int C, int OC) override;
   void gelu_forward(Act out, ConstAct inp, long n) override;
   void gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) override;
-  void relu_forward(float* out, const float* inp, long n) override;
-  void relu_backward(float* dinp, const float* out, const float* dout, long n) override;
+  void relu_forward(Act out, ConstAct inp, long n) override;
+  void relu_backward(float* dinp, ConstAct out, const float* dout, long n) override;
   void residual_forward(float* out, const float* a, const float* b, long n) override;
   void add_inplace(float* out, const float* in, long n) override;
-  void add_relu_inplace(float* out, const float* in, long n) override;
+  void add_relu_inplace(Act out, ConstAct in, long n) override;
   void add_bias(float* out, const float* bias, long N, long C) override;
   void scale(float* x, float factor, long n) override;
 
@@ -117,44 +117,44 @@ class CostBackend final : public Backend {
                                 const float* sum_exp, const int32_t* targets, float dloss, int N,
                                 int Vl, int v0, int V) override;
 
-  void conv2d_forward(float* out, const float* inp, const float* weight,
+  void conv2d_forward(Act out, ConstAct inp, ConstAct weight,
                       const Conv2dShape& s) override;
-  void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                       const float* weight, const Conv2dShape& s) override;
-  void batchnorm_forward_train(float* out, float* mean, float* var, const float* inp,
+  void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp,
+                       ConstAct weight, const Conv2dShape& s) override;
+  void batchnorm_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                const float* gamma, const float* beta, long M, int C,
                                float eps) override;
-  void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
-                          const float* inp, const float* mean, const float* var,
+  void batchnorm_backward(Act dinp, float* dgamma, float* dbeta, const float* dout,
+                          ConstAct inp, const float* mean, const float* var,
                           const float* gamma, long M, int C, float eps) override;
-  void batchnorm_relu_forward_train(float* out, float* mean, float* var, const float* inp,
+  void batchnorm_relu_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                     const float* gamma, const float* beta, long M, int C,
                                     float eps) override;
-  void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
-                               const float* inp, const float* out, const float* mean,
+  void batchnorm_relu_backward(Act dinp, float* dgamma, float* dbeta, const float* dout,
+                               ConstAct inp, ConstAct out, const float* mean,
                                const float* var, const float* gamma, const float* beta, long M,
                                int C, float eps) override;
-  void batchnorm_sums(double* sums, const float* inp, long M, int C) override;
+  void batchnorm_sums(double* sums, ConstAct inp, long M, int C) override;
   void batchnorm_stats(float* mean, float* var, const double* sums, double count,
                        int C) override;
-  void batchnorm_normalize(float* out, const float* inp, const float* mean, const float* var,
+  void batchnorm_normalize(Act out, ConstAct inp, const float* mean, const float* var,
                            const float* gamma, const float* beta, long M, int C,
                            float eps) override;
   void batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta, const float* dout,
-                               const float* inp, const float* mean, const float* var, long M,
+                               ConstAct inp, const float* mean, const float* var, long M,
                                int C, float eps) override;
-  void batchnorm_backward_input(float* dinp, const double* sums, const float* dout,
-                                const float* inp, const float* mean, const float* var,
+  void batchnorm_backward_input(Act dinp, const double* sums, const float* dout,
+                                ConstAct inp, const float* mean, const float* var,
                                 const float* gamma, double count, long M, int C,
                                 float eps) override;
   void batchnorm_update_running(float* running_mean, float* running_var, const float* mean,
                                 const float* var, double count, int C, float momentum) override;
-  void maxpool_forward(float* out, int32_t* argmax, const float* inp,
+  void maxpool_forward(Act out, int32_t* argmax, ConstAct inp,
                        const Pool2dShape& s) override;
   void maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
                         const Pool2dShape& s) override;
-  void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) override;
-  void global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) override;
+  void nchw_to_nhwc(Act out, const float* inp, int N, int C, int HW) override;
+  void global_avgpool_forward(float* out, ConstAct inp, int N, int HW, int C) override;
   void global_avgpool_backward(float* dinp, const float* dout, int N, int HW, int C) override;
   void classifier_loss_forward_backward(float* losses, float* dlogits, const float* logits,
                                         const int32_t* labels, float smoothing, float dloss,

@@ -104,13 +104,13 @@ class CpuBackend final : public Backend {
     if (dinp.bf16()) return kernels_.gelu_backward_bf16(dinp.b16(), inp.b16(), dout.b16(), n);
     kernels_.gelu_backward(dinp.f32(), inp.f32(), dout.f32(), n);
   }
-  void relu_forward(float* out, const float* inp, long n) override {
+  void relu_forward(Act out, ConstAct inp, long n) override {
     const ScopedOpTimer timer("relu_forward");
-    kernels_.relu_forward(out, inp, n);
+    kernels_.relu_forward(out.f32(), inp.f32(), n);
   }
-  void relu_backward(float* dinp, const float* out, const float* dout, long n) override {
+  void relu_backward(float* dinp, ConstAct out, const float* dout, long n) override {
     const ScopedOpTimer timer("relu_backward");
-    kernels_.relu_backward(dinp, out, dout, n);
+    kernels_.relu_backward(dinp, out.f32(), dout, n);
   }
   void residual_forward(float* out, const float* a, const float* b, long n) override {
     const ScopedOpTimer timer("residual_forward");
@@ -120,13 +120,13 @@ class CpuBackend final : public Backend {
     const ScopedOpTimer timer("add_inplace");
     kernels_.add_inplace(out, in, n);
   }
-  void add_relu_inplace(float* out, const float* in, long n) override {
+  void add_relu_inplace(Act out, ConstAct in, long n) override {
     const ScopedOpTimer timer("add_relu_inplace");
-    kernels_.add_relu_inplace(out, in, n);
+    kernels_.add_relu_inplace(out.f32(), in.f32(), n);
   }
-  void add_relu_backward(float* acc, const float* g, const float* out, long n) override {
+  void add_relu_backward(float* acc, const float* g, ConstAct out, long n) override {
     const ScopedOpTimer timer("add_relu_backward");
-    kernels_.add_relu_backward(acc, g, out, n);
+    kernels_.add_relu_backward(acc, g, out.f32(), n);
   }
   void scale(float* x, float factor, long n) override {
     const ScopedOpTimer timer("scale");
@@ -284,107 +284,107 @@ class CpuBackend final : public Backend {
     kernels_.crossentropy_vp_backward(dlogits, logits, row_max, sum_exp, targets, dloss, N, Vl, v0, V);
   }
 
-  void conv2d_forward(float* out, const float* inp, const float* weight,
+  void conv2d_forward(Act out, ConstAct inp, ConstAct weight,
                       const Conv2dShape& s) override {
     const ScopedOpTimer timer("conv2d_forward");
-    cpu::conv2d_forward(out, inp, weight, s);
+    cpu::conv2d_forward(out.f32(), inp.f32(), weight.f32(), s);
   }
-  void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                       const float* weight, const Conv2dShape& s) override {
+  void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp,
+                       ConstAct weight, const Conv2dShape& s) override {
     const ScopedOpTimer timer("conv2d_backward");
-    cpu::conv2d_backward(dinp, dweight, dout, inp, weight, s);
+    cpu::conv2d_backward(dinp, dweight, dout.f32(), inp.f32(), weight.f32(), s);
   }
-  void batchnorm_forward_train(float* out, float* mean, float* var, const float* inp,
+  void batchnorm_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                const float* gamma, const float* beta, long M, int C,
                                float eps) override {
     const ScopedOpTimer timer("batchnorm_forward_train");
-    kernels_.batchnorm_forward_train(out, mean, var, inp, gamma, beta, nullptr, M, C, eps, false);
+    kernels_.batchnorm_forward_train(out.f32(), mean, var, inp.f32(), gamma, beta, nullptr, M, C, eps, false);
   }
-  void batchnorm_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
-                          const float* inp, const float* mean, const float* var,
+  void batchnorm_backward(Act dinp, float* dgamma, float* dbeta, const float* dout,
+                          ConstAct inp, const float* mean, const float* var,
                           const float* gamma, long M, int C, float eps) override {
     const ScopedOpTimer timer("batchnorm_backward");
-    kernels_.batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, nullptr, M, C,
+    kernels_.batchnorm_backward(dinp.f32(), dgamma, dbeta, dout, inp.f32(), mean, var, gamma, nullptr, M, C,
                                 eps, false);
   }
-  void batchnorm_add_relu_backward(float* dinp, float* dgamma, float* dbeta, float* dout,
-                                   const float* g, const float* out, const float* inp,
+  void batchnorm_add_relu_backward(Act dinp, float* dgamma, float* dbeta, float* dout,
+                                   const float* g, ConstAct out, ConstAct inp,
                                    const float* mean, const float* var, const float* gamma, long M,
                                    int C, float eps) override {
     const ScopedOpTimer timer("batchnorm_add_relu_backward");
-    kernels_.batchnorm_add_relu_backward(dinp, dgamma, dbeta, dout, g, out, inp, mean, var, gamma,
+    kernels_.batchnorm_add_relu_backward(dinp.f32(), dgamma, dbeta, dout, g, out.f32(), inp.f32(), mean, var, gamma,
                                          M, C, eps);
   }
-  void batchnorm_relu_forward_train(float* out, float* mean, float* var, const float* inp,
+  void batchnorm_relu_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                     const float* gamma, const float* beta, long M, int C,
                                     float eps) override {
     const ScopedOpTimer timer("batchnorm_relu_forward_train");
-    kernels_.batchnorm_forward_train(out, mean, var, inp, gamma, beta, nullptr, M, C, eps, true);
+    kernels_.batchnorm_forward_train(out.f32(), mean, var, inp.f32(), gamma, beta, nullptr, M, C, eps, true);
   }
-  void batchnorm_add_relu_forward_train(float* out, float* mean, float* var, const float* inp,
+  void batchnorm_add_relu_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                         const float* gamma, const float* beta,
-                                        const float* residual, long M, int C,
+                                        ConstAct residual, long M, int C,
                                         float eps) override {
     const ScopedOpTimer timer("batchnorm_add_relu_forward_train");
-    kernels_.batchnorm_forward_train(out, mean, var, inp, gamma, beta, residual, M, C, eps, true);
+    kernels_.batchnorm_forward_train(out.f32(), mean, var, inp.f32(), gamma, beta, residual.f32(), M, C, eps, true);
   }
-  void batchnorm_relu_backward(float* dinp, float* dgamma, float* dbeta, const float* dout,
-                               const float* inp, const float* /*out*/, const float* mean,
+  void batchnorm_relu_backward(Act dinp, float* dgamma, float* dbeta, const float* dout,
+                               ConstAct inp, ConstAct /*out*/, const float* mean,
                                const float* var, const float* gamma, const float* beta, long M,
                                int C, float eps) override {
     const ScopedOpTimer timer("batchnorm_relu_backward");
-    kernels_.batchnorm_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, beta, M, C, eps,
+    kernels_.batchnorm_backward(dinp.f32(), dgamma, dbeta, dout, inp.f32(), mean, var, gamma, beta, M, C, eps,
                                 true);
   }
-  void batchnorm_sums(double* sums, const float* inp, long M, int C) override {
+  void batchnorm_sums(double* sums, ConstAct inp, long M, int C) override {
     const ScopedOpTimer timer("batchnorm_sums");
-    kernels_.batchnorm_sums(sums, inp, M, C);
+    kernels_.batchnorm_sums(sums, inp.f32(), M, C);
   }
   void batchnorm_stats(float* mean, float* var, const double* sums, double count, int C) override {
     const ScopedOpTimer timer("batchnorm_stats");
     kernels_.batchnorm_stats(mean, var, sums, count, C);
   }
-  void batchnorm_normalize(float* out, const float* inp, const float* mean, const float* var,
+  void batchnorm_normalize(Act out, ConstAct inp, const float* mean, const float* var,
                            const float* gamma, const float* beta, long M, int C,
                            float eps) override {
     const ScopedOpTimer timer("batchnorm_normalize");
-    kernels_.batchnorm_normalize(out, inp, mean, var, gamma, beta, M, C, eps);
+    kernels_.batchnorm_normalize(out.f32(), inp.f32(), mean, var, gamma, beta, M, C, eps);
   }
   void batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta, const float* dout,
-                               const float* inp, const float* mean, const float* var, long M,
+                               ConstAct inp, const float* mean, const float* var, long M,
                                int C, float eps) override {
     const ScopedOpTimer timer("batchnorm_backward_sums");
-    kernels_.batchnorm_backward_sums(sums, dgamma, dbeta, dout, inp, mean, var, M, C, eps);
+    kernels_.batchnorm_backward_sums(sums, dgamma, dbeta, dout, inp.f32(), mean, var, M, C, eps);
   }
-  void batchnorm_backward_input(float* dinp, const double* sums, const float* dout,
-                                const float* inp, const float* mean, const float* var,
+  void batchnorm_backward_input(Act dinp, const double* sums, const float* dout,
+                                ConstAct inp, const float* mean, const float* var,
                                 const float* gamma, double count, long M, int C,
                                 float eps) override {
     const ScopedOpTimer timer("batchnorm_backward_input");
-    kernels_.batchnorm_backward_input(dinp, sums, dout, inp, mean, var, gamma, count, M, C, eps);
+    kernels_.batchnorm_backward_input(dinp.f32(), sums, dout, inp.f32(), mean, var, gamma, count, M, C, eps);
   }
   void batchnorm_update_running(float* running_mean, float* running_var, const float* mean,
                                 const float* var, double count, int C, float momentum) override {
     const ScopedOpTimer timer("batchnorm_update_running");
     kernels_.batchnorm_update_running(running_mean, running_var, mean, var, count, C, momentum);
   }
-  void maxpool_forward(float* out, int32_t* argmax, const float* inp,
+  void maxpool_forward(Act out, int32_t* argmax, ConstAct inp,
                        const Pool2dShape& s) override {
     const ScopedOpTimer timer("maxpool_forward");
-    kernels_.maxpool_forward(out, argmax, inp, s);
+    kernels_.maxpool_forward(out.f32(), argmax, inp.f32(), s);
   }
   void maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
                         const Pool2dShape& s) override {
     const ScopedOpTimer timer("maxpool_backward");
     kernels_.maxpool_backward(dinp, dout, argmax, s);
   }
-  void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) override {
+  void nchw_to_nhwc(Act out, const float* inp, int N, int C, int HW) override {
     const ScopedOpTimer timer("nchw_to_nhwc");
-    kernels_.nchw_to_nhwc(out, inp, N, C, HW);
+    kernels_.nchw_to_nhwc(out.f32(), inp, N, C, HW);
   }
-  void global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) override {
+  void global_avgpool_forward(float* out, ConstAct inp, int N, int HW, int C) override {
     const ScopedOpTimer timer("global_avgpool_forward");
-    kernels_.global_avgpool_forward(out, inp, N, HW, C);
+    kernels_.global_avgpool_forward(out, inp.f32(), N, HW, C);
   }
   void global_avgpool_backward(float* dinp, const float* dout, int N, int HW, int C) override {
     const ScopedOpTimer timer("global_avgpool_backward");
