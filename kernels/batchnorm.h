@@ -10,6 +10,7 @@
 //   dx = gamma / sqrt(var + eps) * (dy - sum(dy)/count - xhat * sum(dy * xhat)/count)
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/cpu/isa.h"
 
@@ -84,5 +85,32 @@ void batchnorm_backward_input(float* dinp,  // (M,C) =
 void batchnorm_update_running(float* running_mean, float* running_var,  // (C) updated
                               const float* mean, const float* var,      // (C) batch, biased
                               double count, int C, float momentum);
+
+
+// The same on bf16 storage (train.precision: bf16, docs/bf16.md): the activations (inp, out,
+// residual, the ReLU's out, dinp) are bf16, loaded exactly and computed as above in fp32 and
+// double, each result rounded to bf16 on the store; dout, g and everything per channel fp32.
+// So each is the fp32 kernel's result on the same values, rounded (bit for bit).
+void batchnorm_forward_train_bf16(uint16_t* out, float* mean, float* var, const uint16_t* inp,
+                                  const float* gamma, const float* beta, const uint16_t* residual,
+                                  long M, int C, float eps, bool relu);
+void batchnorm_backward_bf16(uint16_t* dinp, float* dgamma, float* dbeta, const float* dout,
+                             const uint16_t* inp, const float* mean, const float* var,
+                             const float* gamma, const float* beta, long M, int C, float eps,
+                             bool relu);
+void batchnorm_add_relu_backward_bf16(uint16_t* dinp, float* dgamma, float* dbeta, float* dout,
+                                      const float* g, const uint16_t* out, const uint16_t* inp,
+                                      const float* mean, const float* var, const float* gamma,
+                                      long M, int C, float eps);
+void batchnorm_sums_bf16(double* sums, const uint16_t* inp, long M, int C);
+void batchnorm_normalize_bf16(uint16_t* out, const uint16_t* inp, const float* mean,
+                              const float* var, const float* gamma, const float* beta, long M,
+                              int C, float eps);
+void batchnorm_backward_sums_bf16(double* sums, float* dgamma, float* dbeta, const float* dout,
+                                  const uint16_t* inp, const float* mean, const float* var,
+                                  long M, int C, float eps);
+void batchnorm_backward_input_bf16(uint16_t* dinp, const double* sums, const float* dout,
+                                   const uint16_t* inp, const float* mean, const float* var,
+                                   const float* gamma, double count, long M, int C, float eps);
 
 }  // namespace sg::cpu::SG_CPU_ISA

@@ -9,6 +9,8 @@
 // Winograd's for the 3x3 stride-1 layers (kernels/cpu/conv2d_winograd.cpp) and matrix products
 // for the 1x1 ones (kernels/cpu/conv2d_gemm.cpp).
 
+#include "tensor/act.h"
+
 namespace sg {
 
 struct Conv2dShape {
@@ -42,6 +44,15 @@ void conv2d_backward_weights(float* dweight,     // (K,C/groups,R,S) +=
 // results as the two calls above, with dout brought into the primitives' layout once.
 void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                      const float* weight, const Conv2dShape& s);
+// The same on activations stored in bf16 (train.precision: bf16, docs/bf16.md): inp, out and
+// dout bf16 (all of one call's activations one type), dinp, dweight and the weight fp32 (a bf16
+// weight is widened). Where conv2d_runs_bf16(s), oneDNN's bf16 primitives read them as they are
+// and the output is the fp32 result rounded; elsewhere (few channels, no AVX-512, the strided
+// 1x1 weight gradient) the fp32 kernels run on widened copies (exact), the output rounded.
+// With fp32 activations these are the functions above.
+void conv2d_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s);
+void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp, ConstAct weight,
+                     const Conv2dShape& s);
 
 // 1x1 pad-0 ungrouped convolutions (conv2d_1x1_fits), any stride, as matrix products on oneDNN's
 // sgemm (kernels/cpu/conv2d_gemm.cpp): the same contracts as the three passes above.

@@ -49,4 +49,12 @@ void global_avgpool_backward(float* dinp,        // (N,HW,C) =
 // Layout change for images: out (N,HW,C) from inp (N,C,HW).
 void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW);
 
+// bf16 storage (docs/bf16.md): the max pool's input and output, the average pool's input and
+// the transposed images in bf16 (the average and the images' values computed in fp32, rounded
+// on the store; the max exact). Gradients and the pooled features stay fp32.
+void maxpool_forward_bf16(uint16_t* out, int32_t* argmax, const uint16_t* inp,
+                          const Pool2dShape& s);
+void global_avgpool_forward_bf16(float* out, const uint16_t* inp, int N, int HW, int C);
+void nchw_to_nhwc_bf16(uint16_t* out, const float* inp, int N, int C, int HW);
+
 }  // namespace sg::cpu::SG_CPU_ISA

@@ -34,6 +34,7 @@
 #include "dnnl_context.h"
 #include "kernels/conv2d.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/matmul_bf16.h"
 #include "kernels/cpu/scratch.h"
 #include "util/error.h"
 
@@ -194,17 +195,19 @@ ConvEntry& entry_for(const Conv2dShape& s) {
   });
 }
 
-// Two scratch areas for activations in the blocked layout, shared by every shape: the ops run
-// one at a time, so they never overlap. They grow to the largest activation seen.
+// Scratch areas, shared by every shape: the ops run one at a time, so they never overlap. They
+// grow to the largest activation seen. 0 and 1 hold activations in the blocked layout; 2 and 3
+// fp32 copies of bf16 activations (and results) for the fp32 kernels, 4 a widened bf16 weight
+// (conv2d_forward / backward on Act).
 float* scratch(int which, size_t bytes) {
-  static std::vector<float> areas[2];
+  static std::vector<float> areas[5];
   return detail::grown(areas[which], (bytes + sizeof(float) - 1) / sizeof(float));
 }
 
 // The caller's NHWC tensor `data` as the primitive wants it (`want`): the same memory when the
 // layouts agree, else a reorder into scratch area `which`.
-memory as_layout(const memory::desc& user, const memory::desc& want, const float* data, int which) {
-  memory in(user, engine(), const_cast<float*>(data));
+memory as_layout(const memory::desc& user, const memory::desc& want, const void* data, int which) {
+  memory in(user, engine(), const_cast<void*>(data));
   if (user == want) return in;
   memory out(want, engine(), scratch(which, want.get_size()));
   dnnl::reorder(in, out).execute(stream(), in, out);
@@ -212,11 +215,11 @@ memory as_layout(const memory::desc& user, const memory::desc& want, const float
 }
 
 // Where the primitive writes a result the caller wants in NHWC at `data`.
-memory output_in(const memory::desc& user, const memory::desc& have, float* data, int which) {
+memory output_in(const memory::desc& user, const memory::desc& have, void* data, int which) {
   return user == have ? memory(user, engine(), data) : memory(have, engine(), scratch(which, have.get_size()));
 }
 
-void copy_out(const memory& result, const memory::desc& user, float* data) {
+void copy_out(const memory& result, const memory::desc& user, void* data) {
   if (result.get_desc() == user) return;
   memory out(user, engine(), data);
   memory in = result;
@@ -304,10 +307,10 @@ void backward_data(ConvEntry& c, float* dinp, const memory& diff_dst, const floa
   stream().wait();
 }
 
-void backward_weights(ConvEntry& c, float* dweight, const memory& diff_dst, const float* inp,
-                      const Conv2dShape& s) {
+void backward_weights(ConvEntry& c, float* dweight, const memory& diff_dst, const memory::desc& user_src,
+                      const void* inp, const Conv2dShape& s) {
   // The input goes to scratch area 1: area 0 may hold diff_dst.
-  memory src = as_layout(c.user_src, c.bwd_weights_pd.src_desc(), inp, 1);
+  memory src = as_layout(user_src, c.bwd_weights_pd.src_desc(), inp, 1);
   c.bwd_weights.execute(stream(), {{DNNL_ARG_SRC, src},
                                    {DNNL_ARG_DIFF_DST, diff_dst},
                                    {DNNL_ARG_DIFF_WEIGHTS, c.diff_weights}});
@@ -370,8 +373,79 @@ void conv2d_backward(float* dinp, float* dweight, const float* dout, const float
     if (dinp != nullptr || weights_here) {
       diff_dst = as_layout(c.user_dst, c.bwd_data_pd.diff_dst_desc(), dout, 0);
     }
-    if (weights_here) backward_weights(c, dweight, diff_dst, inp, s);
+    if (weights_here) backward_weights(c, dweight, diff_dst, c.user_src, inp, s);
     if (dinp != nullptr) backward_data(c, dinp, diff_dst, weight, s);
+  });
+}
+
+namespace {
+
+// An fp32 view of an activation: itself, or a copy widened into scratch area `which` (exact).
+const float* widened(ConstAct a, long n, int which) {
+  if (!a.bf16()) return a.f32();
+  float* copy = scratch(which, static_cast<size_t>(n) * sizeof(float));
+  widen_from_bf16(copy, a.b16(), n);
+  return copy;
+}
+
+void require_uniform(ConstAct a, ConstAct b, const char* op) {
+  if (a.dtype != b.dtype) {
+    throw RunError(std::string(op) + ": activations stored as " + dtype_name(a.dtype) + " and " +
+                   dtype_name(b.dtype) + " in one call; the CPU convolution takes one type");
+  }
+}
+
+}  // namespace
+
+void conv2d_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s) {
+  require_uniform(out, inp, "conv2d_forward");
+  const float* w = widened(weight, s.weight_size(), 4);
+  if (!out.bf16()) return conv2d_forward(out.f32(), inp.f32(), w, s);
+  if (!conv2d_runs_bf16(s)) {
+    // The fp32 kernels on the widened input, into scratch, rounded into out.
+    float* result = scratch(3, static_cast<size_t>(s.out_size()) * sizeof(float));
+    conv2d_forward(result, widened(inp, s.in_size(), 2), w, s);
+    round_to_bf16(out.b16(), result, s.out_size());
+    return;
+  }
+  ConvEntry& c = entry_for(s);
+  checked("convolution forward", [&] {
+    const memory::desc user_src = with_type(c.user_src, dt::bf16);
+    const memory::desc user_dst = with_type(c.user_dst, dt::bf16);
+    memory src = as_layout(user_src, c.fwd_pd.src_desc(), inp.data, 0);
+    memory dst = output_in(user_dst, c.fwd_pd.dst_desc(), out.data, 1);
+    const memory& wt = weights_for(s, w, c.fwd_weights);
+    c.fwd.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wt}, {DNNL_ARG_DST, dst}});
+    copy_out(dst, user_dst, out.data);  // the fp32 result rounded to bf16 by the reorder
+    stream().wait();
+  });
+}
+
+void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp, ConstAct weight,
+                     const Conv2dShape& s) {
+  if (inp) require_uniform(dout, inp, "conv2d_backward");
+  const float* w = weight ? widened(weight, s.weight_size(), 4) : nullptr;
+  if (!dout.bf16()) return conv2d_backward(dinp, dweight, dout.f32(), inp.f32(), w, s);
+  if (!conv2d_runs_bf16(s)) {
+    const float* x = inp ? widened(inp, s.in_size(), 2) : nullptr;
+    const float* dy = widened(dout, s.out_size(), 3);
+    conv2d_backward(dinp, dweight, dy, x, w, s);
+    return;
+  }
+  ConvEntry& c = entry_for(s);
+  checked("convolution backward", [&] {
+    const bool weights_here = dweight != nullptr && !gemm_weights(s);
+    if (dweight != nullptr && !weights_here) {
+      // The strided 1x1 weight gradient stays the fp32 product (gemm_weights), on widened copies.
+      conv2d_1x1_backward_weights(dweight, widened(dout, s.out_size(), 2),
+                                  widened(inp, s.in_size(), 3), s);
+    }
+    if (dinp == nullptr && !weights_here) return;
+    const memory::desc user_src = with_type(c.user_src, dt::bf16);
+    const memory::desc user_dst = with_type(c.user_dst, dt::bf16);
+    memory diff_dst = as_layout(user_dst, c.bwd_data_pd.diff_dst_desc(), dout.data, 0);
+    if (weights_here) backward_weights(c, dweight, diff_dst, user_src, inp.data, s);
+    if (dinp != nullptr) backward_data(c, dinp, diff_dst, w, s);
   });
 }
 

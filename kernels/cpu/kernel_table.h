@@ -44,6 +44,11 @@
   X(residual_backward) X(add_inplace) X(scale_inplace) X(add_bias) X(sgd_update) X(sgd_update_ranges) X(adamw_update_ranges) \
   X(maxpool_forward) X(maxpool_backward) X(global_avgpool_forward) X(global_avgpool_backward)   \
   X(nchw_to_nhwc)                                                                            \
+  X(batchnorm_forward_train_bf16) X(batchnorm_backward_bf16) X(batchnorm_add_relu_backward_bf16) \
+  X(batchnorm_sums_bf16) X(batchnorm_normalize_bf16) X(batchnorm_backward_sums_bf16)         \
+  X(batchnorm_backward_input_bf16) X(relu_forward_bf16) X(relu_backward_bf16)                \
+  X(add_relu_inplace_bf16) X(add_relu_backward_bf16) X(maxpool_forward_bf16)                 \
+  X(global_avgpool_forward_bf16) X(nchw_to_nhwc_bf16)                                        \
   X(conv2d_winograd_forward) X(conv2d_winograd_backward_data)                                \
   X(conv2d_winograd_backward_weights)
 

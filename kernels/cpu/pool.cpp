@@ -5,6 +5,8 @@
 
 #include "kernels/pool.h"
 
+#include "kernels/cpu/bf16.h"
+
 namespace sg::cpu::inline SG_CPU_ISA {
 
 void maxpool_forward_reference(float* out, int32_t* argmax, const float* inp,
@@ -59,7 +61,11 @@ void maxpool_backward_reference(float* dinp, const float* dout, const int32_t* a
 // once, without the reference's zeroing pass and scattered adds. ResNet-50's pool at batch 8
 // (112x112x64, 2 AVX-512 cores), inside the step: forward 4.4-5.1 -> 3.8-4.4 ms, backward
 // 5.3-6.1 -> 3.1-3.5 ms against oneDNN 2.6's (docs/performance.md).
-void maxpool_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) {
+namespace {
+
+// T: float, or uint16_t for bf16 activations (the max of exact values: exact in either).
+template <class T>
+void maxpool_forward_as(T* out, int32_t* argmax, const T* inp, const Pool2dShape& s) {
   const int P = s.P(), Q = s.Q(), C = s.C;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int n = 0; n < s.N; ++n) {
@@ -70,16 +76,16 @@ void maxpool_forward(float* out, int32_t* argmax, const float* inp, const Pool2d
         const int w_first = std::max(0, q * s.stride - s.pad);
         const int w_end = std::min(s.W, q * s.stride - s.pad + s.S);
         const long o = ((static_cast<long>(n) * P + p) * Q + q) * C;
-        float* best = out + o;
+        T* best = out + o;
         int32_t* where = argmax + o;
         if (h_first >= h_end || w_first >= w_end) {  // a window all padding (as the reference)
-          std::fill(best, best + C, -std::numeric_limits<float>::infinity());
+          for (int c = 0; c < C; ++c) detail::store(best + c, -std::numeric_limits<float>::infinity());
           std::fill(where, where + C, -1);
           continue;
         }
         for (int h = h_first; h < h_end; ++h) {
           for (int w = w_first; w < w_end; ++w) {
-            const float* x = inp + ((static_cast<long>(n) * s.H + h) * s.W + w) * C;
+            const T* x = inp + ((static_cast<long>(n) * s.H + h) * s.W + w) * C;
             const int32_t at = h * s.W + w;
             if (h == h_first && w == w_first) {
 #pragma omp simd
@@ -88,7 +94,7 @@ void maxpool_forward(float* out, int32_t* argmax, const float* inp, const Pool2d
             }
 #pragma omp simd
             for (int c = 0; c < C; ++c) {
-              const bool more = x[c] > best[c];
+              const bool more = detail::load(x + c) > detail::load(best + c);
               best[c] = more ? x[c] : best[c];
               where[c] = more ? at : where[c];
             }
@@ -97,6 +103,16 @@ void maxpool_forward(float* out, int32_t* argmax, const float* inp, const Pool2d
       }
     }
   }
+}
+
+}  // namespace
+
+void maxpool_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) {
+  maxpool_forward_as(out, argmax, inp, s);
+}
+void maxpool_forward_bf16(uint16_t* out, int32_t* argmax, const uint16_t* inp,
+                          const Pool2dShape& s) {
+  maxpool_forward_as(out, argmax, inp, s);
 }
 
 void maxpool_backward(float* dinp, const float* dout, const int32_t* argmax, const Pool2dShape& s) {
@@ -131,20 +147,45 @@ void maxpool_backward(float* dinp, const float* dout, const int32_t* argmax, con
   }
 }
 
-void global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) {
+namespace {
+
+template <class T>
+void global_avgpool_forward_as(float* out, const T* inp, int N, int HW, int C) {
   const float scale = 1.0f / static_cast<float>(HW);
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     float* o = out + static_cast<long>(n) * C;
     for (int c = 0; c < C; ++c) o[c] = 0.0f;
     for (int i = 0; i < HW; ++i) {
-      const float* x = inp + (static_cast<long>(n) * HW + i) * C;
+      const T* x = inp + (static_cast<long>(n) * HW + i) * C;
 #pragma omp simd
-      for (int c = 0; c < C; ++c) o[c] += x[c];
+      for (int c = 0; c < C; ++c) o[c] += detail::load(x + c);
     }
 #pragma omp simd
     for (int c = 0; c < C; ++c) o[c] *= scale;
   }
+}
+
+template <class T>
+void nchw_to_nhwc_as(T* out, const float* inp, int N, int C, int HW) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int n = 0; n < N; ++n) {
+    for (int i = 0; i < HW; ++i) {
+      for (int c = 0; c < C; ++c) {
+        detail::store(out + (static_cast<long>(n) * HW + i) * C + c,
+                      inp[(static_cast<long>(n) * C + c) * HW + i]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void global_avgpool_forward(float* out, const float* inp, int N, int HW, int C) {
+  global_avgpool_forward_as(out, inp, N, HW, C);
+}
+void global_avgpool_forward_bf16(float* out, const uint16_t* inp, int N, int HW, int C) {
+  global_avgpool_forward_as(out, inp, N, HW, C);
 }
 
 void global_avgpool_backward(float* dinp, const float* dout, int N, int HW, int C) {
@@ -161,14 +202,10 @@ void global_avgpool_backward(float* dinp, const float* dout, int N, int HW, int 
 }
 
 void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) {
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int n = 0; n < N; ++n) {
-    for (int i = 0; i < HW; ++i) {
-      for (int c = 0; c < C; ++c) {
-        out[(static_cast<long>(n) * HW + i) * C + c] = inp[(static_cast<long>(n) * C + c) * HW + i];
-      }
-    }
-  }
+  nchw_to_nhwc_as(out, inp, N, C, HW);
+}
+void nchw_to_nhwc_bf16(uint16_t* out, const float* inp, int N, int C, int HW) {
+  nchw_to_nhwc_as(out, inp, N, C, HW);
 }
 
 }  // namespace sg::cpu::SG_CPU_ISA

@@ -7,6 +7,7 @@
 // Include it from a kernel TU only: its helpers live in an unnamed namespace inside the
 // variant's namespace, so every copy keeps its own (kernels/cpu/isa.h: a helper shared across
 // variants could be merged into the widest one by the linker).
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/cpu/isa.h"
@@ -46,6 +47,57 @@ inline V load_as(const T* p) {
 template <class V, class T>
 inline void store_as(T* p, V v) {
   std::memcpy(p, &v, sizeof v);
+}
+
+
+// Activations stored as float or as bf16 (uint16_t, docs/bf16.md): load_act widens kLanes<V>
+// of them into a float vector (exact), store_act stores one, bf16 rounded to nearest even with
+// NaN kept quiet, lane by lane the scalar detail::to_bf16 of kernels/cpu/bf16.h.
+typedef uint32_t u32x8 __attribute__((vector_size(32)));
+typedef uint16_t u16x8 __attribute__((vector_size(16)));
+template <class V>
+struct Bf16Lanes {
+  typedef u32x8 Bits;
+  typedef u16x8 Half;
+};
+#ifdef __AVX512F__
+typedef uint32_t u32x16 __attribute__((vector_size(64)));
+typedef uint16_t u16x16 __attribute__((vector_size(32)));
+template <>
+struct Bf16Lanes<v16> {
+  typedef u32x16 Bits;
+  typedef u16x16 Half;
+};
+#endif
+template <class V>
+inline V load_act(const float* p) {
+  return load_as<V>(p);
+}
+template <class V>
+inline V load_act(const uint16_t* p) {
+  typename Bf16Lanes<V>::Half h;
+  std::memcpy(&h, p, sizeof h);
+  using Bits = typename Bf16Lanes<V>::Bits;
+  const Bits b = __builtin_convertvector(h, Bits) << 16;
+  V v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+template <class V>
+inline void store_act(float* p, V v) {
+  store_as(p, v);
+}
+template <class V>
+inline void store_act(uint16_t* p, V v) {
+  using Bits = typename Bf16Lanes<V>::Bits;
+  Bits b;
+  std::memcpy(&b, &v, sizeof b);
+  const Bits rounded = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+  const Bits quiet_nan = (b >> 16) | 0x40u;
+  const Bits nan = reinterpret_cast<Bits>((b & 0x7fffffffu) > 0x7f800000u);
+  const Bits r = (nan & quiet_nan) | (~nan & rounded);
+  const typename Bf16Lanes<V>::Half h = __builtin_convertvector(r, typename Bf16Lanes<V>::Half);
+  std::memcpy(p, &h, sizeof h);
 }
 
 }  // namespace

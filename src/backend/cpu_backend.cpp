@@ -106,10 +106,12 @@ class CpuBackend final : public Backend {
   }
   void relu_forward(Act out, ConstAct inp, long n) override {
     const ScopedOpTimer timer("relu_forward");
+    if (out.bf16()) return kernels_.relu_forward_bf16(out.b16(), inp.b16(), n);
     kernels_.relu_forward(out.f32(), inp.f32(), n);
   }
   void relu_backward(float* dinp, ConstAct out, const float* dout, long n) override {
     const ScopedOpTimer timer("relu_backward");
+    if (out.bf16()) return kernels_.relu_backward_bf16(dinp, out.b16(), dout, n);
     kernels_.relu_backward(dinp, out.f32(), dout, n);
   }
   void residual_forward(float* out, const float* a, const float* b, long n) override {
@@ -122,10 +124,12 @@ class CpuBackend final : public Backend {
   }
   void add_relu_inplace(Act out, ConstAct in, long n) override {
     const ScopedOpTimer timer("add_relu_inplace");
+    if (out.bf16()) return kernels_.add_relu_inplace_bf16(out.b16(), in.b16(), n);
     kernels_.add_relu_inplace(out.f32(), in.f32(), n);
   }
   void add_relu_backward(float* acc, const float* g, ConstAct out, long n) override {
     const ScopedOpTimer timer("add_relu_backward");
+    if (out.bf16()) return kernels_.add_relu_backward_bf16(acc, g, out.b16(), n);
     kernels_.add_relu_backward(acc, g, out.f32(), n);
   }
   void scale(float* x, float factor, long n) override {
@@ -284,60 +288,86 @@ class CpuBackend final : public Backend {
     kernels_.crossentropy_vp_backward(dlogits, logits, row_max, sum_exp, targets, dloss, N, Vl, v0, V);
   }
 
+  // The batch norm's training pair on either storage (the activations of one call share it).
+  void bn_forward_train(Act out, float* mean, float* var, ConstAct inp, const float* gamma,
+                     const float* beta, ConstAct residual, long M, int C, float eps, bool relu) {
+    if (out.bf16()) {
+      return kernels_.batchnorm_forward_train_bf16(out.b16(), mean, var, inp.b16(), gamma, beta,
+                                                   residual ? residual.b16() : nullptr, M, C, eps,
+                                                   relu);
+    }
+    kernels_.batchnorm_forward_train(out.f32(), mean, var, inp.f32(), gamma, beta,
+                                     residual ? residual.f32() : nullptr, M, C, eps, relu);
+  }
+  void bn_backward(Act dinp, float* dgamma, float* dbeta, const float* dout, ConstAct inp,
+                const float* mean, const float* var, const float* gamma, const float* beta, long M,
+                int C, float eps, bool relu) {
+    if (dinp.bf16()) {
+      return kernels_.batchnorm_backward_bf16(dinp.b16(), dgamma, dbeta, dout, inp.b16(), mean,
+                                              var, gamma, beta, M, C, eps, relu);
+    }
+    kernels_.batchnorm_backward(dinp.f32(), dgamma, dbeta, dout, inp.f32(), mean, var, gamma, beta,
+                                M, C, eps, relu);
+  }
+
   void conv2d_forward(Act out, ConstAct inp, ConstAct weight,
                       const Conv2dShape& s) override {
     const ScopedOpTimer timer("conv2d_forward");
-    cpu::conv2d_forward(out.f32(), inp.f32(), weight.f32(), s);
+    cpu::conv2d_forward(out, inp, weight, s);
   }
   void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp,
                        ConstAct weight, const Conv2dShape& s) override {
     const ScopedOpTimer timer("conv2d_backward");
-    cpu::conv2d_backward(dinp, dweight, dout.f32(), inp.f32(), weight.f32(), s);
+    cpu::conv2d_backward(dinp, dweight, dout, inp, weight, s);
   }
   void batchnorm_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                const float* gamma, const float* beta, long M, int C,
                                float eps) override {
     const ScopedOpTimer timer("batchnorm_forward_train");
-    kernels_.batchnorm_forward_train(out.f32(), mean, var, inp.f32(), gamma, beta, nullptr, M, C, eps, false);
+    bn_forward_train(out, mean, var, inp, gamma, beta, nullptr, M, C, eps, false);
   }
   void batchnorm_backward(Act dinp, float* dgamma, float* dbeta, const float* dout,
                           ConstAct inp, const float* mean, const float* var,
                           const float* gamma, long M, int C, float eps) override {
     const ScopedOpTimer timer("batchnorm_backward");
-    kernels_.batchnorm_backward(dinp.f32(), dgamma, dbeta, dout, inp.f32(), mean, var, gamma, nullptr, M, C,
-                                eps, false);
+    bn_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, nullptr, M, C, eps, false);
   }
   void batchnorm_add_relu_backward(Act dinp, float* dgamma, float* dbeta, float* dout,
                                    const float* g, ConstAct out, ConstAct inp,
                                    const float* mean, const float* var, const float* gamma, long M,
                                    int C, float eps) override {
     const ScopedOpTimer timer("batchnorm_add_relu_backward");
-    kernels_.batchnorm_add_relu_backward(dinp.f32(), dgamma, dbeta, dout, g, out.f32(), inp.f32(), mean, var, gamma,
-                                         M, C, eps);
+    if (dinp.bf16()) {
+      return kernels_.batchnorm_add_relu_backward_bf16(dinp.b16(), dgamma, dbeta, dout, g,
+                                                       out.b16(), inp.b16(), mean, var, gamma, M,
+                                                       C, eps);
+    }
+    kernels_.batchnorm_add_relu_backward(dinp.f32(), dgamma, dbeta, dout, g, out.f32(), inp.f32(),
+                                         mean, var, gamma, M, C, eps);
   }
   void batchnorm_relu_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                     const float* gamma, const float* beta, long M, int C,
                                     float eps) override {
     const ScopedOpTimer timer("batchnorm_relu_forward_train");
-    kernels_.batchnorm_forward_train(out.f32(), mean, var, inp.f32(), gamma, beta, nullptr, M, C, eps, true);
+    bn_forward_train(out, mean, var, inp, gamma, beta, nullptr, M, C, eps, true);
   }
   void batchnorm_add_relu_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                         const float* gamma, const float* beta,
                                         ConstAct residual, long M, int C,
                                         float eps) override {
     const ScopedOpTimer timer("batchnorm_add_relu_forward_train");
-    kernels_.batchnorm_forward_train(out.f32(), mean, var, inp.f32(), gamma, beta, residual.f32(), M, C, eps, true);
+    bn_forward_train(out, mean, var, inp, gamma, beta, residual, M, C, eps, true);
   }
   void batchnorm_relu_backward(Act dinp, float* dgamma, float* dbeta, const float* dout,
                                ConstAct inp, ConstAct /*out*/, const float* mean,
                                const float* var, const float* gamma, const float* beta, long M,
                                int C, float eps) override {
     const ScopedOpTimer timer("batchnorm_relu_backward");
-    kernels_.batchnorm_backward(dinp.f32(), dgamma, dbeta, dout, inp.f32(), mean, var, gamma, beta, M, C, eps,
-                                true);
+    bn_backward(dinp, dgamma, dbeta, dout, inp, mean, var, gamma, beta, M, C, eps, true);
   }
   void batchnorm_sums(double* sums, ConstAct inp, long M, int C) override {
     const ScopedOpTimer timer("batchnorm_sums");
+    if (inp.bf16()) return kernels_.batchnorm_sums_bf16(sums, inp.b16(), M, C);
     kernels_.batchnorm_sums(sums, inp.f32(), M, C);
   }
   void batchnorm_stats(float* mean, float* var, const double* sums, double count, int C) override {
@@ -348,12 +378,20 @@ class CpuBackend final : public Backend {
                            const float* gamma, const float* beta, long M, int C,
                            float eps) override {
     const ScopedOpTimer timer("batchnorm_normalize");
+    if (out.bf16()) {
+      return kernels_.batchnorm_normalize_bf16(out.b16(), inp.b16(), mean, var, gamma, beta, M,
+                                               C, eps);
+    }
     kernels_.batchnorm_normalize(out.f32(), inp.f32(), mean, var, gamma, beta, M, C, eps);
   }
   void batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta, const float* dout,
                                ConstAct inp, const float* mean, const float* var, long M,
                                int C, float eps) override {
     const ScopedOpTimer timer("batchnorm_backward_sums");
+    if (inp.bf16()) {
+      return kernels_.batchnorm_backward_sums_bf16(sums, dgamma, dbeta, dout, inp.b16(), mean,
+                                                   var, M, C, eps);
+    }
     kernels_.batchnorm_backward_sums(sums, dgamma, dbeta, dout, inp.f32(), mean, var, M, C, eps);
   }
   void batchnorm_backward_input(Act dinp, const double* sums, const float* dout,
@@ -361,7 +399,12 @@ class CpuBackend final : public Backend {
                                 const float* gamma, double count, long M, int C,
                                 float eps) override {
     const ScopedOpTimer timer("batchnorm_backward_input");
-    kernels_.batchnorm_backward_input(dinp.f32(), sums, dout, inp.f32(), mean, var, gamma, count, M, C, eps);
+    if (dinp.bf16()) {
+      return kernels_.batchnorm_backward_input_bf16(dinp.b16(), sums, dout, inp.b16(), mean, var,
+                                                    gamma, count, M, C, eps);
+    }
+    kernels_.batchnorm_backward_input(dinp.f32(), sums, dout, inp.f32(), mean, var, gamma, count,
+                                      M, C, eps);
   }
   void batchnorm_update_running(float* running_mean, float* running_var, const float* mean,
                                 const float* var, double count, int C, float momentum) override {
@@ -371,6 +414,7 @@ class CpuBackend final : public Backend {
   void maxpool_forward(Act out, int32_t* argmax, ConstAct inp,
                        const Pool2dShape& s) override {
     const ScopedOpTimer timer("maxpool_forward");
+    if (out.bf16()) return kernels_.maxpool_forward_bf16(out.b16(), argmax, inp.b16(), s);
     kernels_.maxpool_forward(out.f32(), argmax, inp.f32(), s);
   }
   void maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
@@ -380,10 +424,12 @@ class CpuBackend final : public Backend {
   }
   void nchw_to_nhwc(Act out, const float* inp, int N, int C, int HW) override {
     const ScopedOpTimer timer("nchw_to_nhwc");
+    if (out.bf16()) return kernels_.nchw_to_nhwc_bf16(out.b16(), inp, N, C, HW);
     kernels_.nchw_to_nhwc(out.f32(), inp, N, C, HW);
   }
   void global_avgpool_forward(float* out, ConstAct inp, int N, int HW, int C) override {
     const ScopedOpTimer timer("global_avgpool_forward");
+    if (inp.bf16()) return kernels_.global_avgpool_forward_bf16(out, inp.b16(), N, HW, C);
     kernels_.global_avgpool_forward(out, inp.f32(), N, HW, C);
   }
   void global_avgpool_backward(float* dinp, const float* dout, int N, int HW, int C) override {

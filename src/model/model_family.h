@@ -158,7 +158,7 @@ class ModelFamily {
   virtual void set_activation_policy(const ActivationPolicy& policy) { policy_ = policy; }
   const ActivationPolicy& policy() const { return policy_; }
   // The type this family's stages store activations in under the policy: a family whose ops
-  // take 16-bit activations (GPT-2) follows policy().storage, others stay fp32.
+  // take 16-bit activations (GPT-2, ResNet) follows policy().storage, others stay fp32.
   virtual DType activation_storage() const { return DType::F32; }
 
  private:

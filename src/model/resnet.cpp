@@ -26,14 +26,20 @@ ResNetUnit resolve(const ConvBn& u, const ParameterLayout& layout, int B) {
 }
 
 // Hands out consecutive pieces of an arena (or, with a null base, only counts them), each
-// rounded up to 64 bytes.
+// rounded up to 64 bytes: fp32 ones (take) and activations in the stored type (act). `used`
+// counts floats.
 struct Carver {
   float* base = nullptr;
+  DType storage = DType::F32;
   size_t used = 0;
   float* take(size_t n) {
     float* p = base ? base + used : nullptr;
     used += (n + 15) / 16 * 16;
     return p;
+  }
+  Act act(size_t n) {
+    const size_t floats = (n * dtype_size(storage) + sizeof(float) - 1) / sizeof(float);
+    return {take(floats), storage};
   }
 };
 
@@ -79,15 +85,16 @@ ResNetStagePlan plan_resnet_stage(const ResNetFamily& family, const ParameterLay
   return p;
 }
 
-ResNet::ResNet(const ResNetFamily& family, const ParameterLayout& layout, int B)
+ResNet::ResNet(const ResNetFamily& family, const ParameterLayout& layout, int B, DType storage)
     : family_(family),
       layout_(layout),
       plan_(plan_resnet_stage(family, layout, B)),
-      recompute_(family.policy().recompute) {}
+      recompute_(family.policy().recompute),
+      storage_(storage) {}
 
 ResNet::ResNet(const ResNetFamily& family, const ParameterLayout& layout,
                const StageContext& context)
-    : ResNet(family, layout, context.micro_batch) {
+    : ResNet(family, layout, context.micro_batch, context.backend->activation_dtype()) {
   backend_ = context.backend;
   replica_group_ = context.replica_group;
   sync_bn_ = family.shape().sync_bn && replica_group_ != nullptr && replica_group_->size() > 1;
@@ -99,16 +106,17 @@ ResNet::ResNet(const ResNetFamily& family, const ParameterLayout& layout,
 
 size_t resnet_activation_floats(const ResNetFamily& family, const ParameterLayout& layout, int B,
                                 int slots) {
-  return ResNet(family, layout, B).lay_out(nullptr, slots);
+  return ResNet(family, layout, B, family.activation_storage()).lay_out(nullptr, slots);
 }
 
 size_t ResNet::lay_out(float* arena, int slots) {
   const ResNetStagePlan& p = plan_;
-  Carver carve{arena};
+  Carver carve{arena, storage_};
+  const bool act16 = storage_ != DType::F32;
   auto unit = [&](const Unit& u) {
     UnitActs a;
-    a.conv = carve.take(numel(u.conv));
-    a.out = carve.take(numel(u.conv));
+    a.conv = carve.act(numel(u.conv));
+    a.out = carve.act(numel(u.conv));
     a.mean = carve.take(static_cast<size_t>(u.conv.K));
     a.var = carve.take(static_cast<size_t>(u.conv.K));
     return a;
@@ -131,8 +139,8 @@ size_t ResNet::lay_out(float* arena, int slots) {
     }
     for (size_t i = 0; i < floats.size(); ++i) {
       UnitActs a;
-      a.conv = carve.take(floats[i]);
-      a.out = carve.take(floats[i]);
+      a.conv = carve.act(floats[i]);
+      a.out = carve.act(floats[i]);
       a.mean = carve.take(channels[i]);
       a.var = carve.take(channels[i]);
       shared.push_back(a);
@@ -140,33 +148,38 @@ size_t ResNet::lay_out(float* arena, int slots) {
   }
   std::vector<Slot> slots_out(static_cast<size_t>(slots));
   for (Slot& s : slots_out) {
-    s.input = carve.take(p.input_floats);
+    s.input = carve.act(p.input_floats);
+    s.received = !p.first ? (act16 ? carve.take(p.input_floats) : static_cast<float*>(s.input.data))
+                          : nullptr;
     if (p.first) {
       s.stem = unit(p.stem);
-      s.pooled = carve.take(static_cast<size_t>(p.pool.out_size()));
+      s.pooled = carve.act(static_cast<size_t>(p.pool.out_size()));
       s.argmax = reinterpret_cast<int32_t*>(carve.take(static_cast<size_t>(p.pool.out_size())));
     }
     for (const auto& b : p.blocks) {
       std::vector<UnitActs> acts;
       if (recompute_ == Recompute::Full) {
         acts.assign(shared.begin(), shared.begin() + static_cast<long>(b.units.size() + (b.downsample ? 1 : 0)));
-        acts[b.units.size() - 1].out = carve.take(numel(b.units.back().conv));
+        acts[b.units.size() - 1].out = carve.act(numel(b.units.back().conv));
       } else {
         for (const Unit& u : b.units) acts.push_back(unit(u));
         if (b.downsample) acts.push_back(unit(b.shortcut));
       }
       s.blocks.push_back(std::move(acts));
     }
+    if (!p.last && act16) s.sent = carve.take(p.output_floats);
     if (p.last) {
       s.features = carve.take(static_cast<size_t>(p.B) * p.features);
       s.logits = carve.take(static_cast<size_t>(p.B) * p.classes);
       s.losses = carve.take(static_cast<size_t>(p.B));
     }
   }
-  // Backward scratch, shared by the slots: five gradient buffers as large as the largest
-  // activation, the pooled features' gradient and the batch-norm sums.
-  float* scratch[5];
+  // Backward scratch, shared by the slots: four gradient buffers as large as the largest
+  // activation and the batch norm's input gradient (in the activations' type), the pooled
+  // features' gradient and the batch-norm sums.
+  float* scratch[4];
   for (float*& g : scratch) g = carve.take(p.largest);
+  const Act dconv = carve.act(p.largest);
   float* dfeatures = carve.take(static_cast<size_t>(p.B) * p.features);
   size_t widest = static_cast<size_t>(p.first ? p.stem.conv.K : 1);
   for (const auto& b : p.blocks) {
@@ -178,7 +191,7 @@ size_t ResNet::lay_out(float* arena, int slots) {
   if (arena != nullptr) {
     slots_ = std::move(slots_out);
     grad_a_ = scratch[0], grad_b_ = scratch[1], grad_c_ = scratch[2], grad_d_ = scratch[3];
-    grad_e_ = scratch[4];
+    dconv_ = dconv;
     dfeatures_ = dfeatures;
     bn_sums_ = sums;
     correct_ = correct;
@@ -187,9 +200,13 @@ size_t ResNet::lay_out(float* arena, int slots) {
   return carve.used;
 }
 
+Act ResNet::block_output(const Slot& s) const {
+  return s.blocks.back()[plan_.blocks.back().units.size() - 1].out;
+}
+
 const float* ResNet::stage_output(int slot) const {
   const Slot& s = slots_[static_cast<size_t>(slot)];
-  return s.blocks.back()[plan_.blocks.back().units.size() - 1].out;
+  return s.sent != nullptr ? s.sent : block_output(s).f32();
 }
 
 void ResNet::reduce_over_replicas(double* sums, size_t n) {
@@ -230,7 +247,7 @@ void ResNet::batchnorm_train(const Unit& u, UnitActs& a, const float* params) {
 }
 
 void ResNet::batchnorm_train_backward(const Unit& u, const UnitActs& a, const float* dy,
-                                      float* dconv, float* grads, const float* params) {
+                                      Act dconv, float* grads, const float* params) {
   Backend& be = *backend_;
   const long M = u.rows();
   const int K = u.conv.K;
@@ -247,14 +264,14 @@ void ResNet::batchnorm_train_backward(const Unit& u, const UnitActs& a, const fl
                               static_cast<double>(M) * replica_group_->size(), M, K, eps);
 }
 
-void ResNet::unit_forward(const Unit& u, UnitActs& a, const float* x, const float* params,
-                          float* buffers, const ForwardOptions& options, const float* residual) {
+void ResNet::unit_forward(const Unit& u, UnitActs& a, ConstAct x, const float* params,
+                          float* buffers, const ForwardOptions& options, ConstAct residual) {
   Backend& be = *backend_;
   be.conv2d_forward(a.conv, x, params + u.weight, u.conv);
   const long M = u.rows();
   const int K = u.conv.K;
   // A block's last unit: its batch norm, the shortcut's sum and the ReLU after it as one op.
-  const bool fused_residual = residual != nullptr && options.training && !sync_bn_;
+  const bool fused_residual = residual && options.training && !sync_bn_;
   if (fused_residual) {
     be.batchnorm_add_relu_forward_train(a.out, a.mean, a.var, a.conv, params + u.gamma,
                                         params + u.beta, residual, M, K, family_.shape().bn_eps);
@@ -272,19 +289,19 @@ void ResNet::unit_forward(const Unit& u, UnitActs& a, const float* x, const floa
                            params + u.gamma, params + u.beta, M, K, family_.shape().bn_eps);
   }
   if (u.relu && !(options.training && fused_relu(u))) be.relu_forward(a.out, a.out, M * K);
-  if (residual != nullptr && !fused_residual) be.add_relu_inplace(a.out, residual, M * K);
+  if (residual && !fused_residual) be.add_relu_inplace(a.out, residual, M * K);
 }
 
-void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, const float* x, float* dx,
+void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, ConstAct x, float* dx,
                            float* grads, const float* params, PendingAddRelu pending) {
   Backend& be = *backend_;
-  float* dconv = grad_e_;
+  const Act dconv = dconv_;
   const long n = u.rows() * u.conv.K;
   // Only the plain batch norm's backward completes a pending sum in its first pass (the units a
   // residual block ends or starts its shortcut with, which have no ReLU of their own).
   if (pending.g != nullptr && (u.relu || sync_bn_)) {
     be.add_relu_backward(dy, pending.g, pending.out, n);
-    pending = {nullptr, nullptr};
+    pending = {nullptr, ConstAct()};
   }
   if (fused_relu(u)) {
     be.batchnorm_relu_backward(dconv, grads + u.gamma, grads + u.beta, dy, a.conv, a.out, a.mean,
@@ -302,15 +319,15 @@ void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, const fl
 }
 
 void ResNet::block_forward(const ResNetStageBlock& block, std::vector<UnitActs>& acts,
-                           const float* x, const float* params, float* buffers,
+                           ConstAct x, const float* params, float* buffers,
                            const ForwardOptions& options) {
   // The shortcut first: the last unit adds it (and the ReLU after the sum) to its batch norm.
-  const float* identity = x;
+  ConstAct identity = x;
   if (block.downsample) {
     unit_forward(block.shortcut, acts.back(), x, params, buffers, options);
     identity = acts.back().out;
   }
-  const float* h = x;
+  ConstAct h = x;
   const size_t last = block.units.size() - 1;
   for (size_t i = 0; i <= last; ++i) {
     unit_forward(block.units[i], acts[i], h, params, buffers, options,
@@ -324,7 +341,11 @@ float ResNet::forward(int slot, const float* params, float* buffers, const Micro
   Backend& be = *backend_;
   const ResNetStagePlan& p = plan_;
   Slot& s = slots_[static_cast<size_t>(slot)];
-  const float* x = s.input;
+  ConstAct x = s.input;
+  // A bf16 stage's input arrives in fp32 (stage_input): its values are bf16 ones, so exact.
+  if (!p.first && s.received != s.input.data) {
+    be.convert(s.input, s.received, static_cast<long>(p.input_floats));
+  }
   if (p.first) {
     const int S = p.image_size;
     be.nchw_to_nhwc(s.input, batch.device<float>(0), p.B, 3, S * S);  // the images are NCHW
@@ -338,6 +359,7 @@ float ResNet::forward(int slot, const float* params, float* buffers, const Micro
   }
   s.trained = options.training;
   s.fused_dloss = options.fused_dloss;
+  if (s.sent != nullptr) be.convert(s.sent, x, static_cast<long>(p.output_floats));
   if (!p.last) return 0.0f;
   be.global_avgpool_forward(s.features, x, p.B, p.final_hw, p.features);
   be.matmul_forward(s.logits, s.features, params + p.fc_weight, params + p.fc_bias, p.B,
@@ -394,8 +416,8 @@ void ResNet::backward(int slot, float* grads, const float* params, const MicroBa
   for (size_t bi = p.blocks.size(); bi-- > 0;) {
     const ResNetStageBlock& block = p.blocks[bi];
     const std::vector<UnitActs>& acts = s.blocks[bi];
-    const float* x = bi > 0 ? s.blocks[bi - 1][p.blocks[bi - 1].units.size() - 1].out
-                            : (p.first ? s.pooled : s.input);
+    const ConstAct x = bi > 0 ? ConstAct(s.blocks[bi - 1][p.blocks[bi - 1].units.size() - 1].out)
+                              : ConstAct(p.first ? s.pooled : s.input);
     // Full recompute: rebuild the block from its input, statistics included (the running ones
     // were updated by the forward; the output it rewrites is bitwise what the forward wrote).
     if (recompute_ == Recompute::Full) {
@@ -419,7 +441,7 @@ void ResNet::backward(int slot, float* grads, const float* params, const MicroBa
     float* dy = g;
     float* spare[2] = {grad_c_, grad_d_};
     for (size_t i = n_units; i-- > 0;) {
-      const float* unit_in = i > 0 ? acts[i - 1].out : x;
+      const ConstAct unit_in = i > 0 ? ConstAct(acts[i - 1].out) : x;
       float* dx = i == 0 && !block.downsample ? other : spare[i % 2];
       unit_backward(block.units[i], acts[i], dy, unit_in, dx, grads, params,
                     std::exchange(pending, {}));

@@ -8,6 +8,13 @@
 // with model.sync_bn, with statistics summed over the replica group (the split batch norm, its
 // sums all-reduced between the calls); with the running statistics in evaluation. The running
 // statistics take a micro-batch when ForwardOptions::update_buffers says so.
+//
+// Activations (the images after their transpose, convolution and batch-norm outputs, the max
+// pool's) are stored in the backend's activation type: bf16 under train.precision bf16
+// (docs/bf16.md), as is the batch norm's input gradient (the convolution backward's dout). The
+// gradients of unit and block outputs, which residual blocks sum, stay fp32, as do the pooled
+// features, logits and everything per channel. Stages exchange fp32: a bf16 stage converts what
+// it receives and what it sends (exactly, both ways for bf16 values).
 #include <cstdint>
 #include <vector>
 
@@ -60,7 +67,7 @@ class ResNet final : public StageModel {
                 const OnReady& on_ready) override;
   size_t input_floats() const override { return plan_.input_floats; }
   size_t output_floats() const override { return plan_.output_floats; }
-  float* stage_input(int slot) override { return slots_[static_cast<size_t>(slot)].input; }
+  float* stage_input(int slot) override { return slots_[static_cast<size_t>(slot)].received; }
   const float* stage_output(int slot) const override;
   float* output_grad() override { return output_grad_; }
   const float* input_grad() const override { return input_grad_; }
@@ -69,14 +76,17 @@ class ResNet final : public StageModel {
   const float* logits(int slot) const { return slots_[static_cast<size_t>(slot)].logits; }
 
   struct UnitActs {
-    float *conv = nullptr, *out = nullptr, *mean = nullptr, *var = nullptr;
+    Act conv, out;
+    float *mean = nullptr, *var = nullptr;
   };
 
  private:
   struct Slot {
-    float* input = nullptr;  // NHWC: the transposed images on the first stage
+    Act input;  // NHWC: the transposed images on the first stage, else the stage's input
+    float* received = nullptr;  // a later stage's input as received: input itself in fp32
+    float* sent = nullptr;      // an earlier stage's output as sent: fp32 (itself in fp32)
     UnitActs stem;
-    float* pooled = nullptr;
+    Act pooled;
     int32_t* argmax = nullptr;
     std::vector<std::vector<UnitActs>> blocks;  // per block: its units, then the shortcut
     float *features = nullptr, *logits = nullptr, *losses = nullptr;
@@ -88,27 +98,28 @@ class ResNet final : public StageModel {
   // Places one slot's activations (and, once, the scratch) from `arena` on; returns the floats
   // used. With a null arena only counts.
   size_t lay_out(float* arena, int slots);
+  // The last block's output of a slot (the stage's output before any conversion).
+  Act block_output(const Slot& s) const;
   // With a `residual` (a block's last unit): out = max(0, batch norm + residual).
-  void unit_forward(const Unit& u, UnitActs& a, const float* x, const float* params,
-                    float* buffers, const ForwardOptions& options,
-                    const float* residual = nullptr);
+  void unit_forward(const Unit& u, UnitActs& a, ConstAct x, const float* params,
+                    float* buffers, const ForwardOptions& options, ConstAct residual = nullptr);
   // A residual block from its input x; its output is the last unit's `out`.
-  void block_forward(const ResNetStageBlock& block, std::vector<UnitActs>& acts, const float* x,
+  void block_forward(const ResNetStageBlock& block, std::vector<UnitActs>& acts, ConstAct x,
                      const float* params, float* buffers, const ForwardOptions& options);
   // A residual block's input gradient not yet complete: dy += g and the ReLU before the block
   // (whose output is `out`) still to be applied (Backend::add_relu_backward); the next batch
   // norm back does it in its first pass.
   struct PendingAddRelu {
     const float* g;  // null: nothing pending
-    const float* out;
+    ConstAct out;
   };
   // dy: the gradient of the unit's output (may be modified: the ReLU's mask applied in place,
   // `pending` completed in place); dx (may be null): the gradient of its input, written with =.
-  void unit_backward(const Unit& u, const UnitActs& a, float* dy, const float* x, float* dx,
+  void unit_backward(const Unit& u, const UnitActs& a, float* dy, ConstAct x, float* dx,
                      float* grads, const float* params,
                      PendingAddRelu pending = {nullptr, nullptr});
   void batchnorm_train(const Unit& u, UnitActs& a, const float* params);
-  void batchnorm_train_backward(const Unit& u, const UnitActs& a, const float* dy, float* dconv,
+  void batchnorm_train_backward(const Unit& u, const UnitActs& a, const float* dy, Act dconv,
                                 float* grads, const float* params);
   void reduce_over_replicas(double* sums, size_t n);
   // Training runs the unit's batch norm and ReLU as one op (Backend::batchnorm_relu_*) where
@@ -116,7 +127,8 @@ class ResNet final : public StageModel {
   bool fused_relu(const Unit& u) const { return u.relu && !sync_bn_; }
 
   friend size_t resnet_activation_floats(const ResNetFamily&, const ParameterLayout&, int, int);
-  ResNet(const ResNetFamily& family, const ParameterLayout& layout, int B);  // plan only
+  ResNet(const ResNetFamily& family, const ParameterLayout& layout, int B,
+         DType storage);  // plan only
 
   const ResNetFamily& family_;
   const ParameterLayout& layout_;
@@ -125,10 +137,12 @@ class ResNet final : public StageModel {
   ResNetStagePlan plan_;
   Recompute recompute_ = Recompute::None;
   bool sync_bn_ = false;
+  DType storage_ = DType::F32;  // the activations' type
   Buffer arena_;
   std::vector<Slot> slots_;
   float *grad_a_ = nullptr, *grad_b_ = nullptr, *grad_c_ = nullptr, *grad_d_ = nullptr,
-        *grad_e_ = nullptr, *dfeatures_ = nullptr;
+        *dfeatures_ = nullptr;
+  Act dconv_;  // the batch norm's input gradient, in the activations' type
   double* bn_sums_ = nullptr;
   int64_t* correct_ = nullptr;  // backend memory: classifier_correct's two counts
   float *output_grad_ = nullptr, *input_grad_ = nullptr;

@@ -3,7 +3,8 @@
 # - deterministic mode: data = 4 on 1, 2 and 4 processes (and ZeRO-1 on 2) gives bitwise
 #   identical losses, evaluations, weights, running statistics and SGD momentum;
 # - resume: stopped on 2 processes, resumed on 4, bitwise the uninterrupted run;
-# - the same two in bf16 (bf16 convolutions and products), whose bits differ from fp32's;
+# - the same two in bf16 (bf16 activations, convolutions and products), whose bits differ from
+#   fp32's, and a bf16 pipeline of 2 stages bitwise one process (fp32 between the stages);
 # - pipeline: stages at block boundaries, gpipe == 1f1b, both equal to one process;
 # - synchronised batch norm: data 4 on 1, 2 and 4 processes equals one replica of the whole batch;
 # - eval reports top-1/top-5; tensor parallelism is refused at plan time, saying why.
@@ -80,6 +81,14 @@ run bf-rs 2 --set train.deterministic=true --set train.precision=bf16 --stop-aft
 run bf-rs 4 --set train.deterministic=true --set train.precision=bf16 --set checkpoint.resume=auto
 same_bits bf-1 bf-rs && echo "bf16 deterministic resume 2 -> 4 processes: bitwise identical" ||
   fail "bf16 deterministic resume differs from the uninterrupted run"
+# Two pipeline stages in bf16: the activations are bf16, the stages exchange fp32 (each side
+# converts, exactly), so the run is one process's bit for bit.
+check
+run bf-pp 2 --set train.deterministic=true --set train.precision=bf16 --set parallel.pipeline=2 \
+  --set parallel.data=2
+run bf-pp-one 1 --set train.deterministic=true --set train.precision=bf16 --set parallel.data=2
+same_bits bf-pp-one bf-pp && echo "bf16 pipeline 2: bitwise one process" ||
+  fail "bf16 pipeline 2 differs from one process"
 
 # --- Pipeline: blocks split over stages; gpipe and 1f1b; equal to one process ------------
 check
