@@ -9,11 +9,13 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "backend/device.h"
 #include "kernels/cuda/attention_op.h"
 #include "kernels/cuda/backend_kernels.cuh"
+#include "kernels/cuda/batchnorm.cuh"
 #include "kernels/cuda/convnet.cuh"
 #include "kernels/cuda/crossentropy.cuh"
 #include "kernels/cuda/cublaslt_gemm.h"
@@ -68,6 +70,35 @@ void fill_elements(void* data, size_t n, T value, cudaStream_t stream) {
 __nv_bfloat16* bf16_of(Act a) { return reinterpret_cast<__nv_bfloat16*>(a.b16()); }
 const __nv_bfloat16* bf16_of(ConstAct a) {
   return reinterpret_cast<const __nv_bfloat16*>(a.b16());
+}
+
+// An activation as T* (float or __nv_bfloat16): the convolutional ops dispatch on their first
+// activation's type, and Act::f32 / b16 refuse the others when they do not share it
+// (src/backend/backend.h: one call's activations share one type).
+template <class T>
+T* act_as(Act a) {
+  if constexpr (std::is_same_v<T, float>) {
+    return a.f32();
+  } else {
+    return bf16_of(a);
+  }
+}
+template <class T>
+const T* act_as(ConstAct a) {
+  if constexpr (std::is_same_v<T, float>) {
+    return a.f32();
+  } else {
+    return bf16_of(a);
+  }
+}
+// f(float{}) or f(__nv_bfloat16{}) as `first` is stored.
+template <class F>
+void with_act_type(ConstAct first, F&& f) {
+  if (first.bf16()) {
+    f(__nv_bfloat16{});
+  } else {
+    f(float{});
+  }
 }
 
 bool ranges_overlap(const void* a, const void* b, size_t bytes) {
@@ -310,10 +341,12 @@ void CudaBackend::gelu_backward(Act dinp, ConstAct inp, ConstAct dout, long n) {
 }
 void CudaBackend::relu_forward(Act out, ConstAct inp, long n) {
   const auto timed = begin_op("relu_forward");
+  if (out.bf16()) return cuda::relu_forward(bf16_of(out), bf16_of(inp), n, compute_);
   cuda::relu_forward(out.f32(), inp.f32(), n, compute_);
 }
 void CudaBackend::relu_backward(float* dinp, ConstAct out, const float* dout, long n) {
   const auto timed = begin_op("relu_backward");
+  if (out.bf16()) return cuda::relu_backward(dinp, bf16_of(out), dout, n, compute_);
   cuda::relu_backward(dinp, out.f32(), dout, n, compute_);
 }
 void CudaBackend::residual_forward(float* out, const float* a, const float* b, long n) {
@@ -326,7 +359,15 @@ void CudaBackend::add_inplace(float* out, const float* in, long n) {
 }
 void CudaBackend::add_relu_inplace(Act out, ConstAct in, long n) {
   const auto timed = begin_op("add_relu_inplace");
+  if (out.bf16()) return cuda::add_relu_inplace(bf16_of(out), bf16_of(in), n, compute_);
   cuda::add_relu_inplace(out.f32(), in.f32(), n, compute_);
+}
+// One pass: bit for bit add_inplace then relu_backward (backend.h).
+void CudaBackend::add_relu_backward(float* acc, const float* g, ConstAct out, long n) {
+  if (n <= 0) return;
+  const auto timed = begin_op("add_relu_backward");
+  if (out.bf16()) return cuda::add_relu_backward(acc, g, bf16_of(out), n, compute_);
+  cuda::add_relu_backward(acc, g, out.f32(), n, compute_);
 }
 void CudaBackend::scale(float* x, float factor, long n) {
   if (n <= 0) return;
@@ -493,12 +534,12 @@ void CudaBackend::crossentropy_vp_backward(float* dlogits, const float* logits,
 void CudaBackend::conv2d_forward(Act out, ConstAct inp, ConstAct weight,
                                  const Conv2dShape& s) {
   const auto timed = begin_op("conv2d_forward");
-  conv().forward(out.f32(), inp.f32(), weight.f32(), s);
+  conv().forward(out, inp, weight, s);
 }
 void CudaBackend::conv2d_backward(float* dinp, float* dweight, ConstAct dout,
                                   ConstAct inp, ConstAct weight, const Conv2dShape& s) {
   const auto timed = begin_op("conv2d_backward");
-  conv().backward(dinp, dweight, dout.f32(), inp.f32(), weight.f32(), s);
+  conv().backward(dinp, dweight, dout, inp, weight, s);
 }
 std::pair<double*, double*> CudaBackend::batchnorm_scratch(long M, int C) {
   ScratchLayout layout;
@@ -508,48 +549,115 @@ std::pair<double*, double*> CudaBackend::batchnorm_scratch(long M, int C) {
   unsigned char* base = scratch(layout.bytes());
   return {reinterpret_cast<double*>(base + sums_at), reinterpret_cast<double*>(base + partial_at)};
 }
+// Column sums, statistics over this replica's M rows, then the normalize pass with the ReLU or
+// the residual add and ReLU applied on its store (no pass of their own).
+void CudaBackend::batchnorm_train_kernels(Act out, float* mean, float* var, ConstAct inp,
+                                          const float* gamma, const float* beta,
+                                          ConstAct residual, long M, int C, float eps,
+                                          BatchnormEpilogue epilogue) {
+  const auto [sums, partial] = batchnorm_scratch(M, C);
+  with_act_type(inp, [&](auto type) {
+    using T = decltype(type);
+    const T* x = act_as<T>(inp);
+    T* y = act_as<T>(out);
+    cuda::batchnorm_sums(sums, partial, x, M, C, compute_);
+    cuda::batchnorm_stats(mean, var, sums, static_cast<double>(M), C, compute_);
+    switch (epilogue) {
+      case BatchnormEpilogue::kNone:
+        cuda::batchnorm_normalize(y, x, mean, var, gamma, beta, M, C, eps, compute_);
+        break;
+      case BatchnormEpilogue::kRelu:
+        cuda::batchnorm_normalize_relu(y, x, mean, var, gamma, beta, M, C, eps, compute_);
+        break;
+      case BatchnormEpilogue::kAddRelu:
+        cuda::batchnorm_normalize_add_relu(y, x, act_as<T>(residual), mean, var, gamma, beta, M,
+                                           C, eps, compute_);
+        break;
+    }
+  });
+}
+// The sums over dy (as `grad` makes it from dout), then the input pass. dinp may be dout's
+// memory (fp32 only): the input kernel reads each element's gradient before writing it.
+void CudaBackend::batchnorm_backward_kernels(Act dinp, float* dgamma, float* dbeta,
+                                             const float* dout, float* dy_store, const float* g,
+                                             ConstAct out, ConstAct inp, const float* mean,
+                                             const float* var, const float* gamma, long M, int C,
+                                             float eps, int grad) {
+  const auto [sums, partial] = batchnorm_scratch(M, C);
+  const double count = static_cast<double>(M);
+  with_act_type(inp, [&](auto type) {
+    using T = decltype(type);
+    const T* x = act_as<T>(inp);
+    T* dx = act_as<T>(dinp);
+    switch (grad) {
+      case cuda::kGradRelu: {
+        const T* mask = act_as<T>(out);
+        cuda::batchnorm_relu_backward_sums(sums, partial, dgamma, dbeta, dout, mask, x, mean, var,
+                                           M, C, eps, compute_);
+        cuda::batchnorm_relu_backward_input(dx, sums, dout, mask, x, mean, var, gamma, count, M,
+                                            C, eps, compute_);
+        return;
+      }
+      case cuda::kGradAddRelu:
+        cuda::batchnorm_add_relu_backward_sums(sums, partial, dgamma, dbeta, dy_store, g,
+                                               act_as<T>(out), x, mean, var, M, C, eps,
+                                               compute_);
+        break;
+      default:
+        cuda::batchnorm_backward_sums(sums, partial, dgamma, dbeta, dout, x, mean, var, M, C, eps,
+                                      compute_);
+        break;
+    }
+    cuda::batchnorm_backward_input(dx, sums, dout, x, mean, var, gamma, count, M, C, eps,
+                                   compute_);
+  });
+}
 void CudaBackend::batchnorm_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                           const float* gamma, const float* beta, long M, int C,
                                           float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_forward_train");
-  batchnorm_train_kernels(out.f32(), mean, var, inp.f32(), gamma, beta, M, C, eps);
-}
-// The split kernels in sequence: column sums, statistics over this replica's M rows, normalize.
-void CudaBackend::batchnorm_train_kernels(float* out, float* mean, float* var, const float* inp,
-                                          const float* gamma, const float* beta, long M, int C,
-                                          float eps) {
-  const auto [sums, partial] = batchnorm_scratch(M, C);
-  cuda::batchnorm_sums(sums, partial, inp, M, C, compute_);
-  cuda::batchnorm_stats(mean, var, sums, static_cast<double>(M), C, compute_);
-  cuda::batchnorm_normalize(out, inp, mean, var, gamma, beta, M, C, eps, compute_);
+  batchnorm_train_kernels(out, mean, var, inp, gamma, beta, nullptr, M, C, eps,
+                          BatchnormEpilogue::kNone);
 }
 void CudaBackend::batchnorm_backward(Act dinp, float* dgamma, float* dbeta, const float* dout,
                                      ConstAct inp, const float* mean, const float* var,
                                      const float* gamma, long M, int C, float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_backward");
-  batchnorm_backward_kernels(dinp.f32(), dgamma, dbeta, dout, inp.f32(), mean, var, gamma, M, C, eps);
+  batchnorm_backward_kernels(dinp, dgamma, dbeta, dout, nullptr, nullptr, nullptr, inp, mean, var,
+                             gamma, M, C, eps, cuda::kGradPlain);
 }
-// dinp may be dout: the input kernel reads each element's gradient before writing it.
-void CudaBackend::batchnorm_backward_kernels(float* dinp, float* dgamma, float* dbeta,
-                                             const float* dout, const float* inp,
-                                             const float* mean, const float* var,
-                                             const float* gamma, long M, int C, float eps) {
-  const auto [sums, partial] = batchnorm_scratch(M, C);
-  cuda::batchnorm_backward_sums(sums, partial, dgamma, dbeta, dout, inp, mean, var, M, C, eps,
-                                compute_);
-  cuda::batchnorm_backward_input(dinp, sums, dout, inp, mean, var, gamma, static_cast<double>(M),
-                                 M, C, eps, compute_);
+// add_relu_backward made in the backward's first pass (written into dout, backend.h's
+// contract), then the input pass reads it: bit for bit the two ops.
+void CudaBackend::batchnorm_add_relu_backward(Act dinp, float* dgamma, float* dbeta, float* dout,
+                                              const float* g, ConstAct out, ConstAct inp,
+                                              const float* mean, const float* var,
+                                              const float* gamma, long M, int C, float eps) {
+  if (M <= 0 || C <= 0) return;
+  const auto timed = begin_op("batchnorm_add_relu_backward");
+  batchnorm_backward_kernels(dinp, dgamma, dbeta, dout, dout, g, out, inp, mean, var, gamma, M, C,
+                             eps, cuda::kGradAddRelu);
 }
-// ReLU fused: the same kernels with ReLU passes around them; the mask is the output itself.
+// The residual added and the ReLU taken in the normalize pass: bit for bit the two ops.
+void CudaBackend::batchnorm_add_relu_forward_train(Act out, float* mean, float* var,
+                                                   ConstAct inp, const float* gamma,
+                                                   const float* beta, ConstAct residual, long M,
+                                                   int C, float eps) {
+  if (M <= 0 || C <= 0) return;
+  const auto timed = begin_op("batchnorm_add_relu_forward_train");
+  batchnorm_train_kernels(out, mean, var, inp, gamma, beta, residual, M, C, eps,
+                          BatchnormEpilogue::kAddRelu);
+}
+// ReLU fused: the normalize pass stores max(0, .); the backward masks dout where the output is
+// not positive as its two passes read it (no masked copy).
 void CudaBackend::batchnorm_relu_forward_train(Act out, float* mean, float* var,
                                                ConstAct inp, const float* gamma,
                                                const float* beta, long M, int C, float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_relu_forward_train");
-  batchnorm_train_kernels(out.f32(), mean, var, inp.f32(), gamma, beta, M, C, eps);
-  cuda::relu_forward(out.f32(), out.f32(), M * C, compute_);
+  batchnorm_train_kernels(out, mean, var, inp, gamma, beta, nullptr, M, C, eps,
+                          BatchnormEpilogue::kRelu);
 }
 void CudaBackend::batchnorm_relu_backward(Act dinp, float* dgamma, float* dbeta,
                                           const float* dout, ConstAct inp, ConstAct out,
@@ -557,9 +665,8 @@ void CudaBackend::batchnorm_relu_backward(Act dinp, float* dgamma, float* dbeta,
                                           const float* /*beta*/, long M, int C, float eps) {
   if (M <= 0 || C <= 0) return;
   const auto timed = begin_op("batchnorm_relu_backward");
-  // The masked gradient goes to dinp, which the batch norm's backward then overwrites.
-  cuda::relu_backward(dinp.f32(), out.f32(), dout, M * C, compute_);
-  batchnorm_backward_kernels(dinp.f32(), dgamma, dbeta, dinp.f32(), inp.f32(), mean, var, gamma, M, C, eps);
+  batchnorm_backward_kernels(dinp, dgamma, dbeta, dout, nullptr, nullptr, out, inp, mean, var,
+                             gamma, M, C, eps, cuda::kGradRelu);
 }
 void CudaBackend::batchnorm_sums(double* sums, ConstAct inp, long M, int C) {
   if (C <= 0) return;
@@ -569,6 +676,7 @@ void CudaBackend::batchnorm_sums(double* sums, ConstAct inp, long M, int C) {
     return;
   }
   double* partial = batchnorm_scratch(M, C).second;
+  if (inp.bf16()) return cuda::batchnorm_sums(sums, partial, bf16_of(inp), M, C, compute_);
   cuda::batchnorm_sums(sums, partial, inp.f32(), M, C, compute_);
 }
 void CudaBackend::batchnorm_stats(float* mean, float* var, const double* sums, double count,
@@ -582,6 +690,10 @@ void CudaBackend::batchnorm_normalize(Act out, ConstAct inp, const float* mean,
                                       long M, int C, float eps) {
   if (C <= 0) return;
   const auto timed = begin_op("batchnorm_normalize");
+  if (out.bf16()) {
+    return cuda::batchnorm_normalize(bf16_of(out), bf16_of(inp), mean, var, gamma, beta, M, C, eps,
+                                     compute_);
+  }
   cuda::batchnorm_normalize(out.f32(), inp.f32(), mean, var, gamma, beta, M, C, eps, compute_);
 }
 void CudaBackend::batchnorm_backward_sums(double* sums, float* dgamma, float* dbeta,
@@ -594,6 +706,10 @@ void CudaBackend::batchnorm_backward_sums(double* sums, float* dgamma, float* db
     return;
   }
   double* partial = batchnorm_scratch(M, C).second;
+  if (inp.bf16()) {
+    return cuda::batchnorm_backward_sums(sums, partial, dgamma, dbeta, dout, bf16_of(inp), mean,
+                                         var, M, C, eps, compute_);
+  }
   cuda::batchnorm_backward_sums(sums, partial, dgamma, dbeta, dout, inp.f32(), mean, var, M, C, eps,
                                 compute_);
 }
@@ -603,6 +719,10 @@ void CudaBackend::batchnorm_backward_input(Act dinp, const double* sums, const f
                                            float eps) {
   if (C <= 0) return;
   const auto timed = begin_op("batchnorm_backward_input");
+  if (dinp.bf16()) {
+    return cuda::batchnorm_backward_input(bf16_of(dinp), sums, dout, bf16_of(inp), mean, var,
+                                          gamma, count, M, C, eps, compute_);
+  }
   cuda::batchnorm_backward_input(dinp.f32(), sums, dout, inp.f32(), mean, var, gamma, count, M, C, eps,
                                  compute_);
 }
@@ -617,6 +737,7 @@ void CudaBackend::batchnorm_update_running(float* running_mean, float* running_v
 void CudaBackend::maxpool_forward(Act out, int32_t* argmax, ConstAct inp,
                                   const Pool2dShape& s) {
   const auto timed = begin_op("maxpool_forward");
+  if (out.bf16()) return cuda::maxpool_forward(bf16_of(out), argmax, bf16_of(inp), s, compute_);
   cuda::maxpool_forward(out.f32(), argmax, inp.f32(), s, compute_);
 }
 void CudaBackend::maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
@@ -626,11 +747,13 @@ void CudaBackend::maxpool_backward(float* dinp, const float* dout, const int32_t
 }
 void CudaBackend::nchw_to_nhwc(Act out, const float* inp, int N, int C, int HW) {
   const auto timed = begin_op("nchw_to_nhwc");
+  if (out.bf16()) return cuda::nchw_to_nhwc(bf16_of(out), inp, N, C, HW, compute_);
   cuda::nchw_to_nhwc(out.f32(), inp, N, C, HW, compute_);
 }
 void CudaBackend::global_avgpool_forward(float* out, ConstAct inp, int N, int HW, int C) {
   if (static_cast<long>(N) * C <= 0) return;
   const auto timed = begin_op("global_avgpool_forward");
+  if (inp.bf16()) return cuda::global_avgpool_forward(out, bf16_of(inp), N, HW, C, compute_);
   cuda::global_avgpool_forward(out, inp.f32(), N, HW, C, compute_);
 }
 void CudaBackend::global_avgpool_backward(float* dinp, const float* dout, int N, int HW, int C) {

@@ -82,6 +82,7 @@ class CudaBackend final : public Backend {
   void residual_forward(float* out, const float* a, const float* b, long n) override;
   void add_inplace(float* out, const float* in, long n) override;
   void add_relu_inplace(Act out, ConstAct in, long n) override;
+  void add_relu_backward(float* acc, const float* g, ConstAct out, long n) override;
   void add_bias(float* out, const float* bias, long N, long C) override;
   void scale(float* x, float factor, long n) override;
 
@@ -134,6 +135,13 @@ class CudaBackend final : public Backend {
   void batchnorm_backward(Act dinp, float* dgamma, float* dbeta, const float* dout,
                           ConstAct inp, const float* mean, const float* var,
                           const float* gamma, long M, int C, float eps) override;
+  void batchnorm_add_relu_backward(Act dinp, float* dgamma, float* dbeta, float* dout,
+                                   const float* g, ConstAct out, ConstAct inp, const float* mean,
+                                   const float* var, const float* gamma, long M, int C,
+                                   float eps) override;
+  void batchnorm_add_relu_forward_train(Act out, float* mean, float* var, ConstAct inp,
+                                        const float* gamma, const float* beta,
+                                        ConstAct residual, long M, int C, float eps) override;
   void batchnorm_relu_forward_train(Act out, float* mean, float* var, ConstAct inp,
                                     const float* gamma, const float* beta, long M, int C,
                                     float eps) override;
@@ -186,11 +194,18 @@ class CudaBackend final : public Backend {
   unsigned char* scratch(size_t bytes) { return scratch_.get(bytes, compute_); }
   // The batch norm's column sums (2C doubles) and their per-band partial sums, in the scratch.
   std::pair<double*, double*> batchnorm_scratch(long M, int C);
-  void batchnorm_train_kernels(float* out, float* mean, float* var, const float* inp,
-                               const float* gamma, const float* beta, long M, int C, float eps);
-  void batchnorm_backward_kernels(float* dinp, float* dgamma, float* dbeta, const float* dout,
-                                  const float* inp, const float* mean, const float* var,
-                                  const float* gamma, long M, int C, float eps);
+  // The batch norm's forward in training (sums, statistics over this replica's M rows, the
+  // normalize pass with the fused ReLU / residual add of `epilogue`) and backward (sums with dy
+  // as `grad` says, the input pass), on the activations' type (batchnorm.cuh).
+  enum class BatchnormEpilogue { kNone, kRelu, kAddRelu };
+  void batchnorm_train_kernels(Act out, float* mean, float* var, ConstAct inp,
+                               const float* gamma, const float* beta, ConstAct residual, long M,
+                               int C, float eps, BatchnormEpilogue epilogue);
+  // grad: cuda::BatchnormGrad; with kGradAddRelu, dy_store is dout (the sum written there).
+  void batchnorm_backward_kernels(Act dinp, float* dgamma, float* dbeta, const float* dout,
+                                  float* dy_store, const float* g, ConstAct out, ConstAct inp,
+                                  const float* mean, const float* var, const float* gamma, long M,
+                                  int C, float eps, int grad);
   void release() noexcept;  // what the destructor (or a failing constructor) frees
   // Every op starts with this: the device made current, and the op timed until the returned
   // scope ends (when profiling; else nothing).

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/casts.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/filter_layout.cuh"
 #include "util/error.h"
@@ -59,12 +60,21 @@ void release(cudnnTensorDescriptor_t x, cudnnTensorDescriptor_t y, cudnnFilterDe
   }
 }
 
-[[noreturn]] void fail_no_algorithm(const char* direction, const Conv2dShape& s, bool reduced) {
+[[noreturn]] void fail_no_algorithm(const char* direction, const Conv2dShape& s, bool reduced,
+                                    bool bf16) {
   throw RunError(std::string("cuDNN offers no deterministic ") + direction + " algorithm" +
                  (reduced ? "" : " with FMA (fp32) math") + " for the " + shape_text(s) +
-                 " (NHWC, fp32); this convolution cannot run on the cuda backend: use "
+                 (bf16 ? " (NHWC, bf16)" : " (NHWC, fp32)") +
+                 "; this convolution cannot run on the cuda backend: use "
                  "devices.backend: cpu, or change the layer's shape");
 }
+
+// The activations of one call share one type (src/backend/backend.h): Act::b16 / f32 refuse a
+// mix with RunError's message.
+const __nv_bfloat16* bf16_data(ConstAct a) {
+  return reinterpret_cast<const __nv_bfloat16*>(a.b16());
+}
+__nv_bfloat16* bf16_data(Act a) { return reinterpret_cast<__nv_bfloat16*>(a.b16()); }
 
 }  // namespace
 
@@ -85,15 +95,15 @@ CudnnConv::~CudnnConv() {
   if (handle_ != nullptr) cudnnDestroy(handle_);
 }
 
-CudnnConv::Plan& CudnnConv::plan_for(const Conv2dShape& s) {
+CudnnConv::Plan& CudnnConv::plan_for(const Conv2dShape& s, Mode mode) {
   const PlanKey key{s.N, s.H,      s.W,   s.C,      s.K,          s.R,
-                    s.S, s.stride, s.pad, s.groups, reduced_ ? 1 : 0};
+                    s.S, s.stride, s.pad, s.groups, static_cast<int>(mode)};
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   // Registered first so that the destructor frees whatever a failing make_plan created; a plan
   // that failed is removed, so a later call does not find it half made.
   Plan& plan = plans_.emplace(key, Plan{}).first->second;
   try {
-    make_plan(plan, s, reduced_);
+    make_plan(plan, s, mode);
   } catch (...) {
     release(plan.x, plan.y, plan.w, {plan.forward, plan.backward_data, plan.backward_filter});
     plans_.erase(key);
@@ -102,7 +112,11 @@ CudnnConv::Plan& CudnnConv::plan_for(const Conv2dShape& s) {
   return plan;
 }
 
-void CudnnConv::make_plan(Plan& plan, const Conv2dShape& s, bool reduced) {
+void CudnnConv::make_plan(Plan& plan, const Conv2dShape& s, Mode mode) {
+  // bf16 tensors take tensor-op math (fp32 sums); the heuristics' math type is used as in the
+  // reduced mode.
+  const bool bf16 = mode == Mode::kBf16, reduced = mode != Mode::kFp32;
+  const cudnnDataType_t type = bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   if (s.groups <= 0 || s.C % s.groups != 0 || s.K % s.groups != 0 || s.stride <= 0 ||
       s.pad < 0 || s.P() <= 0 || s.Q() <= 0) {
     throw RunError("invalid " + shape_text(s) +
@@ -113,20 +127,19 @@ void CudnnConv::make_plan(Plan& plan, const Conv2dShape& s, bool reduced) {
   SG_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan.x));
   SG_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan.y));
   SG_CUDNN_CHECK(cudnnCreateFilterDescriptor(&plan.w));
-  SG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan.x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, s.N, s.C,
-                                            s.H, s.W));
-  SG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan.y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, s.N, s.K,
-                                            s.P(), s.Q()));
+  SG_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan.x, CUDNN_TENSOR_NHWC, type, s.N, s.C, s.H, s.W));
   SG_CUDNN_CHECK(
-      cudnnSetFilter4dDescriptor(plan.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, s.K, Cg, s.R, s.S));
+      cudnnSetTensor4dDescriptor(plan.y, CUDNN_TENSOR_NHWC, type, s.N, s.K, s.P(), s.Q()));
+  SG_CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan.w, type, CUDNN_TENSOR_NHWC, s.K, Cg, s.R, s.S));
   for (cudnnConvolutionDescriptor_t* desc :
        {&plan.forward, &plan.backward_data, &plan.backward_filter}) {
     SG_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(desc));
     SG_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(*desc, s.pad, s.pad, s.stride, s.stride, 1, 1,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     SG_CUDNN_CHECK(cudnnSetConvolutionGroupCount(*desc, s.groups));
-    SG_CUDNN_CHECK(cudnnSetConvolutionMathType(*desc, reduced ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-                                                              : CUDNN_FMA_MATH));
+    SG_CUDNN_CHECK(cudnnSetConvolutionMathType(
+        *desc, bf16 ? CUDNN_TENSOR_OP_MATH
+                    : reduced ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH));
   }
   int n = 0, k = 0, p = 0, q = 0;
   SG_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan.forward, plan.x, plan.w, &n, &k, &p, &q));
@@ -149,7 +162,7 @@ void CudnnConv::make_plan(Plan& plan, const Conv2dShape& s, bool reduced) {
   };
   if (!choose_algorithm(forward, reduced, plan.forward, forward_query, &plan.forward_algo,
                         &plan.forward_workspace)) {
-    fail_no_algorithm("forward", s, reduced);
+    fail_no_algorithm("forward", s, reduced, bf16);
   }
 
   SG_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle_, &max_count));
@@ -163,7 +176,7 @@ void CudnnConv::make_plan(Plan& plan, const Conv2dShape& s, bool reduced) {
   };
   if (!choose_algorithm(data, reduced, plan.backward_data, data_query, &plan.data_algo,
                         &plan.data_workspace)) {
-    fail_no_algorithm("backward-data", s, reduced);
+    fail_no_algorithm("backward-data", s, reduced, bf16);
   }
 
   SG_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle_, &max_count));
@@ -177,34 +190,54 @@ void CudnnConv::make_plan(Plan& plan, const Conv2dShape& s, bool reduced) {
   };
   if (!choose_algorithm(filter, reduced, plan.backward_filter, filter_query, &plan.filter_algo,
                         &plan.filter_workspace)) {
-    fail_no_algorithm("backward-filter", s, reduced);
+    fail_no_algorithm("backward-filter", s, reduced, bf16);
   }
 }
 
-void CudnnConv::forward(float* out, const float* inp, const float* weight, const Conv2dShape& s) {
+void CudnnConv::forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s) {
   if (s.N <= 0) return;
-  const Plan& plan = plan_for(s);
-  const int Cg = s.C / s.groups;
+  const bool bf16 = inp.bf16();
+  // Refused before any work when out's type is not inp's.
+  const void* x = bf16 ? static_cast<const void*>(bf16_data(inp)) : inp.f32();
+  void* y = bf16 ? static_cast<void*>(bf16_data(out)) : out.f32();
+  const Plan& plan = plan_for(s, mode_for(bf16));
+  const int Cg = s.C / s.groups, RS = s.R * s.S;
+  // The filter in cuDNN's layout and the plan's type: our weight as it is where that is the same
+  // bytes, else one kernel into scratch (transposed, rounded to bf16, or both).
+  const bool filter_copy = bf16 ? (plan.transpose || !weight.bf16()) : plan.transpose;
+  const size_t element = bf16 ? sizeof(__nv_bfloat16) : sizeof(float);
   ScratchLayout layout;
-  const size_t filter_at = plan.transpose ? layout.add(sizeof(float) * s.weight_size()) : 0;
+  const size_t filter_at = filter_copy ? layout.add(element * s.weight_size()) : 0;
   const size_t workspace_at = layout.add(plan.forward_workspace);
   unsigned char* scratch = scratch_.get(layout.bytes(), stream_);
-  const float* filter = weight;
-  if (plan.transpose) {
-    float* krsc = reinterpret_cast<float*>(scratch + filter_at);
-    filter_kcrs_to_krsc(krsc, weight, s.K, Cg, s.R * s.S, stream_);
-    filter = krsc;
+  const void* filter = weight.data;
+  if (filter_copy) {
+    void* copy = scratch + filter_at;
+    if (!bf16) {
+      filter_kcrs_to_krsc(static_cast<float*>(copy), weight.f32(), s.K, Cg, RS, stream_);
+    } else if (weight.bf16()) {
+      filter_kcrs_to_krsc(static_cast<__nv_bfloat16*>(copy), bf16_data(weight), s.K, Cg, RS,
+                          stream_);
+    } else {
+      filter_kcrs_to_krsc(static_cast<__nv_bfloat16*>(copy), weight.f32(), s.K, Cg, RS, stream_);
+    }
+    filter = copy;
+  } else if (!bf16) {
+    weight.f32();  // fp32 activations take an fp32 weight (refuses a bf16 one)
   }
-  const float alpha = 1.0f, beta = 0.0f;
-  SG_CUDNN_CHECK(cudnnConvolutionForward(handle_, &alpha, plan.x, inp, plan.w, filter,
-                                         plan.forward, plan.forward_algo, scratch + workspace_at,
-                                         plan.forward_workspace, &beta, plan.y, out));
+  const float alpha = 1.0f, beta = 0.0f;  // fp32 scaling factors for bf16 data too
+  SG_CUDNN_CHECK(cudnnConvolutionForward(handle_, &alpha, plan.x, x, plan.w, filter, plan.forward,
+                                         plan.forward_algo, scratch + workspace_at,
+                                         plan.forward_workspace, &beta, plan.y, y));
 }
 
-void CudnnConv::backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                         const float* weight, const Conv2dShape& s) {
+void CudnnConv::backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp,
+                         ConstAct weight, const Conv2dShape& s) {
   if (s.N <= 0) return;
-  const Plan& plan = plan_for(s);
+  if (inp.bf16()) return backward_bf16(dinp, dweight, dout, inp, weight, s);
+  const float* dy = dout.f32();
+  const float* x = inp.f32();
+  const Plan& plan = plan_for(s, mode_for(false));
   const int Cg = s.C / s.groups, RS = s.R * s.S;
   const size_t filter_bytes = sizeof(float) * s.weight_size();
   ScratchLayout layout;
@@ -217,13 +250,13 @@ void CudnnConv::backward(float* dinp, float* dweight, const float* dout, const f
   unsigned char* scratch = scratch_.get(layout.bytes(), stream_);
   const float one = 1.0f, zero = 0.0f;
   if (dinp != nullptr) {
-    const float* filter = weight;
+    const float* filter = weight.f32();
     if (transpose_weight) {
       float* krsc = reinterpret_cast<float*>(scratch + filter_at);
-      filter_kcrs_to_krsc(krsc, weight, s.K, Cg, RS, stream_);
+      filter_kcrs_to_krsc(krsc, filter, s.K, Cg, RS, stream_);
       filter = krsc;
     }
-    SG_CUDNN_CHECK(cudnnConvolutionBackwardData(handle_, &one, plan.w, filter, plan.y, dout,
+    SG_CUDNN_CHECK(cudnnConvolutionBackwardData(handle_, &one, plan.w, filter, plan.y, dy,
                                                 plan.backward_data, plan.data_algo,
                                                 scratch + workspace_at, plan.data_workspace,
                                                 &zero, plan.x, dinp));
@@ -231,18 +264,65 @@ void CudnnConv::backward(float* dinp, float* dweight, const float* dout, const f
   if (plan.transpose) {
     // The gradient in cuDNN's layout (=), then added to ours transposed.
     float* gradient = reinterpret_cast<float*>(scratch + gradient_at);
-    SG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &one, plan.x, inp, plan.y, dout,
+    SG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &one, plan.x, x, plan.y, dy,
                                                   plan.backward_filter, plan.filter_algo,
                                                   scratch + workspace_at, plan.filter_workspace,
                                                   &zero, plan.w, gradient));
     filter_krsc_add_to_kcrs(dweight, gradient, s.K, Cg, RS, stream_);
   } else {
     // Same bytes in both layouts: cuDNN accumulates into ours (beta = 1).
-    SG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &one, plan.x, inp, plan.y, dout,
+    SG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &one, plan.x, x, plan.y, dy,
                                                   plan.backward_filter, plan.filter_algo,
                                                   scratch + workspace_at, plan.filter_workspace,
                                                   &one, plan.w, dweight));
   }
+}
+
+// bf16 activations: cuDNN's backward writes dx and dw in bf16 (cudnn_conv.h), into scratch; our
+// kernels widen them into the fp32 dinp (=) and add them into the fp32 dweight (+=).
+void CudnnConv::backward_bf16(float* dinp, float* dweight, ConstAct dout, ConstAct inp,
+                              ConstAct weight, const Conv2dShape& s) {
+  const __nv_bfloat16* dy = bf16_data(dout);
+  const __nv_bfloat16* x = bf16_data(inp);
+  const Plan& plan = plan_for(s, Mode::kBf16);
+  const int Cg = s.C / s.groups, RS = s.R * s.S;
+  const size_t filter_bytes = sizeof(__nv_bfloat16) * s.weight_size();
+  const bool filter_copy = dinp != nullptr && (plan.transpose || !weight.bf16());
+  ScratchLayout layout;
+  const size_t filter_at = filter_copy ? layout.add(filter_bytes) : 0;
+  const size_t dx_at = dinp != nullptr ? layout.add(sizeof(__nv_bfloat16) * s.in_size()) : 0;
+  const size_t dw_at = layout.add(filter_bytes);
+  const size_t workspace_bytes = std::max(dinp != nullptr ? plan.data_workspace : size_t{0},
+                                          plan.filter_workspace);
+  const size_t workspace_at = layout.add(workspace_bytes);
+  unsigned char* scratch = scratch_.get(layout.bytes(), stream_);
+  const float one = 1.0f, zero = 0.0f;
+  if (dinp != nullptr) {
+    const void* filter = weight.data;
+    if (filter_copy) {
+      auto* copy = reinterpret_cast<__nv_bfloat16*>(scratch + filter_at);
+      if (weight.bf16()) {
+        filter_kcrs_to_krsc(copy, bf16_data(weight), s.K, Cg, RS, stream_);
+      } else {
+        filter_kcrs_to_krsc(copy, weight.f32(), s.K, Cg, RS, stream_);
+      }
+      filter = copy;
+    }
+    auto* dx = reinterpret_cast<__nv_bfloat16*>(scratch + dx_at);
+    SG_CUDNN_CHECK(cudnnConvolutionBackwardData(handle_, &one, plan.w, filter, plan.y, dy,
+                                                plan.backward_data, plan.data_algo,
+                                                scratch + workspace_at, plan.data_workspace,
+                                                &zero, plan.x, dx));
+    cast_from_16bit(dinp, dx, s.in_size(), stream_);
+  }
+  auto* dw = reinterpret_cast<__nv_bfloat16*>(scratch + dw_at);
+  SG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &one, plan.x, x, plan.y, dy,
+                                                plan.backward_filter, plan.filter_algo,
+                                                scratch + workspace_at, plan.filter_workspace,
+                                                &zero, plan.w, dw));
+  // In cuDNN's layout (K, R, S, C/groups); the same bytes as ours where R*S or C/groups is 1,
+  // where the kernel's transposition is the identity.
+  filter_krsc_add_to_kcrs(dweight, dw, s.K, Cg, RS, stream_);
 }
 
 }  // namespace sg::cuda

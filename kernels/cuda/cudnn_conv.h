@@ -9,7 +9,22 @@
 //             dweight += conv_w(inp, dout)                (+=)
 // Algorithms come from cuDNN's heuristics, restricted to deterministic ones (the backward's
 // ALGO_0/ALGO_3 add with atomics) and, in fp32 mode, to FMA math (no TF32 tensor cores: results
-// close to the CPU's). Descriptors, algorithms and workspace sizes are cached per shape.
+// close to the CPU's). Descriptors, algorithms and workspace sizes are cached per shape and type.
+//
+// bf16 activations (train.precision bf16, docs/bf16.md): inp, out and dout stored in bf16. The
+// descriptors x, y and w are then bf16 with fp32 compute (cuDNN's PSEUDO_BFLOAT16_CONFIG,
+// tensor-op math), and what is rounded where:
+//   - the weight (fp32 master; a bf16 weight is taken as it is) is rounded to bf16 into scratch,
+//     transposed in the same kernel where the layouts differ (one kernel either way);
+//   - out is the fp32 sum rounded to bf16 by cuDNN;
+//   - cuDNN's legacy backward takes dx and dw in the type of the other operands (its supported
+//     configurations have no fp32 output for bf16 inputs), so the input gradient is written in
+//     bf16 into scratch and widened into the fp32 dinp (=) by a kernel of ours
+//     (cast_from_16bit): dinp is the fp32 sum rounded once to bf16;
+//   - the weight gradient of the call (one micro-batch) is written in bf16 into scratch and
+//     added widened to the fp32 dweight (+=, filter_krsc_add_to_kcrs, 1x1 filters included):
+//     rounded to bf16 before the fp32 accumulation over micro-batches, as PyTorch's autocast
+//     gives a bf16 convolution's weight gradient.
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -19,6 +34,7 @@
 
 #include "kernels/conv2d.h"
 #include "kernels/cuda/device_memory.h"
+#include "tensor/act.h"
 
 namespace sg::cuda {
 
@@ -34,15 +50,17 @@ class CudnnConv {
   // Reduced precision (train.precision bf16): cuDNN may use tensor cores on down-converted inputs.
   void set_reduced_precision(bool on) { reduced_ = on; }
 
-  void forward(float* out,           // (N,P,Q,K) =
-               const float* inp,     // (N,H,W,C)
-               const float* weight,  // (K,C/groups,R,S)
+  // inp and out (dout and inp) of one type, fp32 or bf16 (a mix is a RunError); the weight fp32,
+  // or bf16 with bf16 activations.
+  void forward(Act out,         // (N,P,Q,K) =
+               ConstAct inp,     // (N,H,W,C)
+               ConstAct weight,  // (K,C/groups,R,S)
                const Conv2dShape& s);
-  void backward(float* dinp,          // (N,H,W,C) = or null
-                float* dweight,       // (K,C/groups,R,S) +=
-                const float* dout,    // (N,P,Q,K)
-                const float* inp,     // (N,H,W,C)
-                const float* weight,  // (K,C/groups,R,S)
+  void backward(float* dinp,      // (N,H,W,C) = or null
+                float* dweight,   // (K,C/groups,R,S) +=
+                ConstAct dout,    // (N,P,Q,K)
+                ConstAct inp,     // (N,H,W,C)
+                ConstAct weight,  // (K,C/groups,R,S)
                 const Conv2dShape& s);
 
   // Workspaces above this are avoided when a deterministic algorithm needs less.
@@ -61,9 +79,17 @@ class CudnnConv {
     size_t forward_workspace = 0, data_workspace = 0, filter_workspace = 0;
     bool transpose = false;  // the filter layouts differ (R*S > 1 and C/groups > 1)
   };
-  using PlanKey = std::array<int, 11>;  // the shape's fields and the precision mode
-  Plan& plan_for(const Conv2dShape& s);
-  void make_plan(Plan& plan, const Conv2dShape& s, bool reduced);
+  // How a plan computes: fp32 with FMA math, fp32 with tensor cores allowed (reduced precision),
+  // or bf16 tensors.
+  enum class Mode : int { kFp32 = 0, kReduced = 1, kBf16 = 2 };
+  using PlanKey = std::array<int, 11>;  // the shape's fields and the mode
+  Plan& plan_for(const Conv2dShape& s, Mode mode);
+  void make_plan(Plan& plan, const Conv2dShape& s, Mode mode);
+  Mode mode_for(bool bf16) const {
+    return bf16 ? Mode::kBf16 : reduced_ ? Mode::kReduced : Mode::kFp32;
+  }
+  void backward_bf16(float* dinp, float* dweight, ConstAct dout, ConstAct inp, ConstAct weight,
+                     const Conv2dShape& s);
 
   cudaStream_t stream_;
   DeviceScratch& scratch_;

@@ -35,12 +35,19 @@ __global__ void gelu_backward(T* dinp, const T* inp, const T* dout, long n) {
   }
 }
 
-__global__ void relu_forward(float* out, const float* inp, long n) {
-  SG_GRID_STRIDE(i, n) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+// The ReLUs' activations (out, inp) in T as GELU's; their gradients stay fp32 (ResNet keeps the
+// gradients of its units' outputs in fp32, docs/bf16.md).
+template <class T>
+__global__ void relu_forward(T* out, const T* inp, long n) {
+  SG_GRID_STRIDE(i, n) {
+    const float x = widen(inp[i]);
+    out[i] = narrow<T>(x > 0.0f ? x : 0.0f);
+  }
 }
 
-__global__ void relu_backward(float* dinp, const float* out, const float* dout, long n) {
-  SG_GRID_STRIDE(i, n) dinp[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+template <class T>
+__global__ void relu_backward(float* dinp, const T* out, const float* dout, long n) {
+  SG_GRID_STRIDE(i, n) dinp[i] = widen(out[i]) > 0.0f ? dout[i] : 0.0f;
 }
 
 __global__ void residual_forward(float* out, const float* a, const float* b, long n) {
@@ -51,11 +58,18 @@ __global__ void add_inplace(float* out, const float* in, long n) {
   SG_GRID_STRIDE(i, n) out[i] += in[i];
 }
 
-__global__ void add_relu_inplace(float* out, const float* in, long n) {
+template <class T>
+__global__ void add_relu_inplace(T* out, const T* in, long n) {
   SG_GRID_STRIDE(i, n) {
-    const float sum = out[i] + in[i];
-    out[i] = sum > 0.0f ? sum : 0.0f;
+    const float sum = widen(out[i]) + widen(in[i]);
+    out[i] = narrow<T>(sum > 0.0f ? sum : 0.0f);
   }
+}
+
+// acc = out > 0 ? acc + g : 0: add_inplace then relu_backward in one pass, bit for bit.
+template <class T>
+__global__ void add_relu_backward(float* acc, const float* g, const T* out, long n) {
+  SG_GRID_STRIDE(i, n) acc[i] = widen(out[i]) > 0.0f ? acc[i] + g[i] : 0.0f;
 }
 
 __global__ void add_bias(float* out, const float* bias, long N, long C) {
@@ -70,12 +84,14 @@ __global__ void fill(float* x, float value, long n) {
   SG_GRID_STRIDE(i, n) x[i] = value;
 }
 
-// out (N, HW, C) from inp (N, C, HW).
-__global__ void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW) {
+// out (N, HW, C) from inp (N, C, HW): fp32 images in, T out (rounded to bf16 where the network
+// stores its activations in bf16).
+template <class T>
+__global__ void nchw_to_nhwc(T* out, const float* inp, int N, int C, int HW) {
   const long n_all = static_cast<long>(N) * C * HW;
   SG_GRID_STRIDE(i, n_all) {
     const long c = i % C, hw = (i / C) % HW, n = i / (static_cast<long>(C) * HW);
-    out[i] = inp[(n * C + c) * HW + hw];
+    out[i] = narrow<T>(inp[(n * C + c) * HW + hw]);
   }
 }
 
@@ -96,11 +112,13 @@ template <class T>
 void gelu_backward(T* dinp, const T* inp, const T* dout, long n, Stream s) {
   SG_ELEMENTWISE(gelu_backward<T>, n, s, dinp, inp, dout, n);
 }
-inline void relu_forward(float* out, const float* inp, long n, Stream s) {
-  SG_ELEMENTWISE(relu_forward, n, s, out, inp, n);
+template <class T>
+void relu_forward(T* out, const T* inp, long n, Stream s) {
+  SG_ELEMENTWISE(relu_forward<T>, n, s, out, inp, n);
 }
-inline void relu_backward(float* dinp, const float* out, const float* dout, long n, Stream s) {
-  SG_ELEMENTWISE(relu_backward, n, s, dinp, out, dout, n);
+template <class T>
+void relu_backward(float* dinp, const T* out, const float* dout, long n, Stream s) {
+  SG_ELEMENTWISE(relu_backward<T>, n, s, dinp, out, dout, n);
 }
 inline void residual_forward(float* out, const float* a, const float* b, long n, Stream s) {
   SG_ELEMENTWISE(residual_forward, n, s, out, a, b, n);
@@ -108,8 +126,13 @@ inline void residual_forward(float* out, const float* a, const float* b, long n,
 inline void add_inplace(float* out, const float* in, long n, Stream s) {
   SG_ELEMENTWISE(add_inplace, n, s, out, in, n);
 }
-inline void add_relu_inplace(float* out, const float* in, long n, Stream s) {
-  SG_ELEMENTWISE(add_relu_inplace, n, s, out, in, n);
+template <class T>
+void add_relu_inplace(T* out, const T* in, long n, Stream s) {
+  SG_ELEMENTWISE(add_relu_inplace<T>, n, s, out, in, n);
+}
+template <class T>
+void add_relu_backward(float* acc, const float* g, const T* out, long n, Stream s) {
+  SG_ELEMENTWISE(add_relu_backward<T>, n, s, acc, g, out, n);
 }
 inline void add_bias(float* out, const float* bias, long N, long C, Stream s) {
   SG_ELEMENTWISE(add_bias, N * C, s, out, bias, N, C);
@@ -123,8 +146,9 @@ inline void cast_to_bf16(__nv_bfloat16* out, const float* in, long n, Stream s) 
 inline void cast_from_bf16(float* out, const __nv_bfloat16* in, long n, Stream s) {
   cast_from_16bit(out, in, n, s);
 }
-inline void nchw_to_nhwc(float* out, const float* inp, int N, int C, int HW, Stream s) {
-  SG_ELEMENTWISE(nchw_to_nhwc, static_cast<long>(N) * C * HW, s, out, inp, N, C, HW);
+template <class T>
+void nchw_to_nhwc(T* out, const float* inp, int N, int C, int HW, Stream s) {
+  SG_ELEMENTWISE(nchw_to_nhwc<T>, static_cast<long>(N) * C * HW, s, out, inp, N, C, HW);
 }
 
 #undef SG_ELEMENTWISE

@@ -5,6 +5,7 @@
 // Backward: a gather, one thread per input element (n, h, w, c) summing the gradients of the
 // output windows that cover it and chose it, in increasing (p, q) order: the CPU reference's
 // order, without atomics. dinp is written with =.
+#include "kernels/cuda/casts.cuh"
 #include "kernels/cuda/kernel_support.cuh"
 #include "kernels/pool.h"
 
@@ -12,8 +13,11 @@ namespace sg::cuda {
 namespace kernel {
 
 // Only s's fields are read here (its member functions are host code): P and Q come separately.
-__global__ void maxpool_forward(float* out, int32_t* argmax, const float* inp, Pool2dShape s,
-                                int P, int Q) {
+// T: float, or __nv_bfloat16 for bf16-stored activations (docs/bf16.md): the maximum is one of
+// the inputs, stored exactly.
+template <class T>
+__global__ void maxpool_forward(T* out, int32_t* argmax, const T* inp, Pool2dShape s, int P,
+                                int Q) {
   const long n_all = static_cast<long>(s.N) * P * Q * s.C;
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n_all;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
@@ -29,14 +33,14 @@ __global__ void maxpool_forward(float* out, int32_t* argmax, const float* inp, P
       for (int t = 0; t < s.S; ++t) {
         const int w = q * s.stride - s.pad + t;
         if (w < 0 || w >= s.W) continue;
-        const float v = inp[((n * s.H + h) * s.W + w) * s.C + c];
+        const float v = widen(inp[((n * s.H + h) * s.W + w) * s.C + c]);
         if (where < 0 || v > best) {
           best = v;
           where = h * s.W + w;
         }
       }
     }
-    out[i] = best;
+    out[i] = narrow<T>(best);
     argmax[i] = where;
   }
 }
@@ -72,10 +76,10 @@ __global__ void maxpool_backward(float* dinp, const float* dout, const int32_t* 
 
 }  // namespace kernel
 
-inline void maxpool_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s,
-                            Stream stream) {
-  SG_LAUNCH(kernel::maxpool_forward, dim3(grid_stride_blocks(s.out_size())), dim3(256), 0, stream,
-            out, argmax, inp, s, s.P(), s.Q());
+template <class T>
+void maxpool_forward(T* out, int32_t* argmax, const T* inp, const Pool2dShape& s, Stream stream) {
+  SG_LAUNCH(kernel::maxpool_forward<T>, dim3(grid_stride_blocks(s.out_size())), dim3(256), 0,
+            stream, out, argmax, inp, s, s.P(), s.Q());
 }
 inline void maxpool_backward(float* dinp, const float* dout, const int32_t* argmax,
                              const Pool2dShape& s, Stream stream) {

@@ -647,3 +647,158 @@ TEST_CASE("scale, and the ops the CUDA backend leaves to the Backend's composite
 }
 
 int main(int argc, char** argv) { return run_gpu_tests(argc, argv); }
+
+namespace {
+
+// ResNet under bf16 (docs/bf16.md): the GPU's convolutional ops on bf16 activations against the
+// CPU backend's fp32 ops on the same values (its bf16 convnet kernels are not needed for this),
+// the reference rounded where the GPU stores bf16: bf16's tolerance.
+std::vector<float> widen_bits(const Twin<uint16_t>& t) { return from_bf16_bits(t.cpu_values()); }
+void check_bf16_against(const Twin<uint16_t>& got, const std::vector<float>& want, const char* what) {
+  INFO(what);
+  const auto g = from_bf16_bits(got.gpu_values()), w = from_bf16_bits(bf16_bits(want));
+  CHECK(relative_to_largest(g.data(), w.data(), g.size()) < kReducedRelative);
+}
+void check_f32_against(const Twin<float>& got, const std::vector<float>& want, const char* what) {
+  INFO(what);
+  const auto g = got.gpu_values();
+  CHECK(relative_to_largest(g.data(), want.data(), g.size()) < kReducedRelative);
+}
+sg::ConstAct gpu_act(Twin<uint16_t>& t) { return sg::Act{t.g(), sg::DType::BF16}; }
+sg::Act gpu_out(Twin<uint16_t>& t) { return {t.g(), sg::DType::BF16}; }
+
+}  // namespace
+
+TEST_CASE("bf16 storage: ResNet's convolutions, batch norms, ReLUs and pools on bf16 activations") {
+  gpu().set_precision("bf16");
+  struct Fp32Again {  // the later test cases run in fp32, also after a failure here
+    ~Fp32Again() { gpu().set_precision("fp32"); }
+  } fp32_again;
+  REQUIRE(gpu().activation_dtype() == sg::DType::BF16);
+
+  // Convolutions: 3x3 (a transposed filter), 1x1 stride 2 (the same bytes); the weight fp32 (cast
+  // per call) and its bf16 copy (taken as it is).
+  std::vector<sg::Conv2dShape> shapes(2);
+  shapes[0].N = 2, shapes[0].H = 9, shapes[0].W = 9, shapes[0].C = 16, shapes[0].K = 16;
+  shapes[0].R = shapes[0].S = 3, shapes[0].stride = 1, shapes[0].pad = 1, shapes[0].groups = 1;
+  shapes[1].N = 2, shapes[1].H = 8, shapes[1].W = 8, shapes[1].C = 16, shapes[1].K = 32;
+  shapes[1].R = shapes[1].S = 1, shapes[1].stride = 2, shapes[1].pad = 0, shapes[1].groups = 1;
+  for (const sg::Conv2dShape& s : shapes) {
+    CAPTURE(s.R);
+    Twin<uint16_t> x(bf16_bits(random_floats(static_cast<size_t>(s.in_size()), 161)));
+    Twin<float> xf(widen_bits(x)), w(random_floats(static_cast<size_t>(s.weight_size()), 162));
+    Twin<uint16_t> w16(bf16_bits(w.cpu_values()));
+    Twin<float> out32(static_cast<size_t>(s.out_size()), 0.0f);
+    Twin<uint16_t> out(static_cast<size_t>(s.out_size()), 0), out_w16(out.size(), 0);
+    cpu().conv2d_forward(out32.c(), xf.c(), w.c(), s);
+    gpu().conv2d_forward(gpu_out(out), gpu_act(x), w.g(), s);
+    gpu().conv2d_forward(gpu_out(out_w16), gpu_act(x), gpu_act(w16), s);
+    check_bf16_against(out, out32.cpu_values(), "conv2d_forward into bf16");
+    check_bf16_against(out_w16, out32.cpu_values(), "conv2d_forward with the bf16 weight");
+    Twin<uint16_t> dy(bf16_bits(random_floats(out.size(), 163)));
+    Twin<float> dyf(widen_bits(dy)), dx(x.size(), 9.0f), dw(w.size(), 0.5f);
+    Twin<float> dw_only(w.size(), 0.5f);
+    cpu().conv2d_backward(dx.c(), dw.c(), dyf.c(), xf.c(), w.c(), s);
+    cpu().conv2d_backward(nullptr, dw_only.c(), dyf.c(), xf.c(), w.c(), s);
+    gpu().conv2d_backward(dx.g(), dw.g(), gpu_act(dy), gpu_act(x), w.g(), s);
+    gpu().conv2d_backward(nullptr, dw_only.g(), gpu_act(dy), gpu_act(x), gpu_act(w16), s);
+    check_f32_against(dx, dx.cpu_values(), "conv2d_backward dinp (fp32, =)");
+    check_f32_against(dw, dw.cpu_values(), "conv2d_backward dweight (fp32, +=)");
+    check_f32_against(dw_only, dw_only.cpu_values(), "conv2d_backward dweight without dinp");
+    // A call mixing bf16 and fp32 activations is refused.
+    CHECK_THROWS_AS(gpu().conv2d_forward(out32.g(), gpu_act(x), w.g(), s), sg::RunError);
+  }
+
+  // Batch norms, fused and split: x, outputs and dinp bf16; dout, g and statistics fp32.
+  const long M = 300;
+  const int C = 12;
+  const float eps = 1e-5f;
+  const size_t n = static_cast<size_t>(M) * C;
+  Twin<uint16_t> x(bf16_bits(random_floats(n, 171, -1.0f, 2.0f))), res(bf16_bits(random_floats(n, 172)));
+  Twin<float> xf(widen_bits(x)), resf(widen_bits(res));
+  Twin<float> gamma(random_floats(C, 173, 0.5f, 1.5f)), beta(random_floats(C, 174));
+  Twin<float> dy(random_floats(n, 175)), g(random_floats(n, 176));
+  Twin<float> mean(C, 0.0f), var(C, 0.0f), out32(n, 0.0f), dx32(n, 0.0f), dg(C, 1.0f), db(C, 2.0f);
+  Twin<uint16_t> out(n, 0), dx(n, 0);
+  cpu().batchnorm_forward_train(out32.c(), mean.c(), var.c(), xf.c(), gamma.c(), beta.c(), M, C, eps);
+  gpu().batchnorm_forward_train(gpu_out(out), mean.g(), var.g(), gpu_act(x), gamma.g(), beta.g(), M, C, eps);
+  check_bf16_against(out, out32.cpu_values(), "batchnorm_forward_train out");
+  check_twin(var, kAccumulated, "batchnorm_forward_train var (fp32 sums of the same values)");
+  cpu().batchnorm_backward(dx32.c(), dg.c(), db.c(), dy.c(), xf.c(), mean.c(), var.c(), gamma.c(), M, C, eps);
+  gpu().batchnorm_backward(gpu_out(dx), dg.g(), db.g(), dy.g(), gpu_act(x), mean.g(), var.g(), gamma.g(), M, C, eps);
+  check_bf16_against(dx, dx32.cpu_values(), "batchnorm_backward dinp (bf16)");
+  check_twin(dg, kAccumulated, "batchnorm_backward dgamma (+=)");
+  check_twin(db, kAccumulated, "batchnorm_backward dbeta (+=)");
+
+  cpu().batchnorm_relu_forward_train(out32.c(), mean.c(), var.c(), xf.c(), gamma.c(), beta.c(), M, C, eps);
+  gpu().batchnorm_relu_forward_train(gpu_out(out), mean.g(), var.g(), gpu_act(x), gamma.g(), beta.g(), M, C, eps);
+  check_bf16_against(out, out32.cpu_values(), "batchnorm_relu_forward_train out");
+  Twin<float> outf(from_bf16_bits(out.gpu_values()));  // the CPU masks where the GPU does
+  cpu().batchnorm_relu_backward(dx32.c(), dg.c(), db.c(), dy.c(), xf.c(), outf.c(), mean.c(), var.c(), gamma.c(), beta.c(), M, C, eps);
+  gpu().batchnorm_relu_backward(gpu_out(dx), dg.g(), db.g(), dy.g(), gpu_act(x), gpu_act(out), mean.g(), var.g(), gamma.g(), beta.g(), M, C, eps);
+  check_bf16_against(dx, dx32.cpu_values(), "batchnorm_relu_backward dinp (bf16)");
+  check_twin(dg, kAccumulated, "batchnorm_relu_backward dgamma (+=)");
+
+  cpu().batchnorm_add_relu_forward_train(out32.c(), mean.c(), var.c(), xf.c(), gamma.c(), beta.c(), resf.c(), M, C, eps);
+  gpu().batchnorm_add_relu_forward_train(gpu_out(out), mean.g(), var.g(), gpu_act(x), gamma.g(), beta.g(), gpu_act(res), M, C, eps);
+  check_bf16_against(out, out32.cpu_values(), "batchnorm_add_relu_forward_train out");
+  Twin<float> add_out(from_bf16_bits(out.gpu_values()));
+  Twin<float> dsum(dy.cpu_values());  // dout: in one gradient, out the masked sum (fp32)
+  cpu().batchnorm_add_relu_backward(dx32.c(), dg.c(), db.c(), dsum.c(), g.c(), add_out.c(), xf.c(), mean.c(), var.c(), gamma.c(), M, C, eps);
+  gpu().batchnorm_add_relu_backward(gpu_out(dx), dg.g(), db.g(), dsum.g(), g.g(), gpu_act(out), gpu_act(x), mean.g(), var.g(), gamma.g(), M, C, eps);
+  check_twin(dsum, kElementwise, "batchnorm_add_relu_backward dout (the masked sum, fp32)");
+  check_bf16_against(dx, dx32.cpu_values(), "batchnorm_add_relu_backward dinp (bf16)");
+  check_twin(db, kAccumulated, "batchnorm_add_relu_backward dbeta (+=)");
+
+  Twin<double> sums(2 * C, 0.0);
+  cpu().batchnorm_sums(sums.c(), xf.c(), M, C);
+  gpu().batchnorm_sums(sums.g(), gpu_act(x), M, C);
+  check_twin(sums, kAccumulated, "batchnorm_sums of bf16 values");
+  cpu().batchnorm_normalize(out32.c(), xf.c(), mean.c(), var.c(), gamma.c(), beta.c(), M, C, eps);
+  gpu().batchnorm_normalize(gpu_out(out), gpu_act(x), mean.g(), var.g(), gamma.g(), beta.g(), M, C, eps);
+  check_bf16_against(out, out32.cpu_values(), "batchnorm_normalize into bf16");
+  cpu().batchnorm_backward_sums(sums.c(), dg.c(), db.c(), dy.c(), xf.c(), mean.c(), var.c(), M, C, eps);
+  gpu().batchnorm_backward_sums(sums.g(), dg.g(), db.g(), dy.g(), gpu_act(x), mean.g(), var.g(), M, C, eps);
+  check_twin(sums, kAccumulated, "batchnorm_backward_sums over bf16 x");
+  cpu().batchnorm_backward_input(dx32.c(), sums.c(), dy.c(), xf.c(), mean.c(), var.c(), gamma.c(), 2.0 * M, M, C, eps);
+  gpu().batchnorm_backward_input(gpu_out(dx), sums.g(), dy.g(), gpu_act(x), mean.g(), var.g(), gamma.g(), 2.0 * M, M, C, eps);
+  check_bf16_against(dx, dx32.cpu_values(), "batchnorm_backward_input into bf16");
+
+  // ReLUs: activations bf16, gradients fp32.
+  Twin<uint16_t> r(n, 0), acc16(x.cpu_values());
+  Twin<float> r32(n, 0.0f), dr(n, 0.0f), acc(dy.cpu_values()), acc32(xf.cpu_values());
+  cpu().relu_forward(r32.c(), xf.c(), static_cast<long>(n));
+  gpu().relu_forward(gpu_out(r), gpu_act(x), static_cast<long>(n));
+  check_bf16_against(r, r32.cpu_values(), "relu_forward");
+  cpu().relu_backward(dr.c(), r32.c(), dy.c(), static_cast<long>(n));
+  gpu().relu_backward(dr.g(), gpu_act(r), dy.g(), static_cast<long>(n));
+  check_twin(dr, kElementwise, "relu_backward (bf16 out)");
+  cpu().add_relu_inplace(acc32.c(), resf.c(), static_cast<long>(n));
+  gpu().add_relu_inplace(gpu_out(acc16), gpu_act(res), static_cast<long>(n));
+  check_bf16_against(acc16, acc32.cpu_values(), "add_relu_inplace");
+  Twin<float> acc16f(from_bf16_bits(acc16.gpu_values()));
+  cpu().add_relu_backward(acc.c(), g.c(), acc16f.c(), static_cast<long>(n));
+  gpu().add_relu_backward(acc.g(), g.g(), gpu_act(acc16), static_cast<long>(n));
+  check_twin(acc, kElementwise, "add_relu_backward (bf16 out)");
+
+  // Pools and the input transpose.
+  sg::Pool2dShape p;
+  p.N = 2, p.H = 11, p.W = 9, p.C = 6, p.R = 3, p.S = 3, p.stride = 2, p.pad = 1;
+  Twin<uint16_t> a(bf16_bits(random_floats(static_cast<size_t>(p.in_size()), 181)));
+  Twin<float> af(widen_bits(a)), pooled32(static_cast<size_t>(p.out_size()), 0.0f);
+  Twin<uint16_t> pooled(static_cast<size_t>(p.out_size()), 0);
+  Twin<int32_t> argmax(static_cast<size_t>(p.out_size()), 0);
+  cpu().maxpool_forward(pooled32.c(), argmax.c(), af.c(), p);
+  gpu().maxpool_forward(gpu_out(pooled), argmax.g(), gpu_act(a), p);
+  CHECK(from_bf16_bits(pooled.gpu_values()) == pooled32.cpu_values());  // picked, not computed
+  Twin<float> features(static_cast<size_t>(p.N) * p.C, 0.0f);
+  cpu().global_avgpool_forward(features.c(), af.c(), p.N, p.H * p.W, p.C);
+  gpu().global_avgpool_forward(features.g(), gpu_act(a), p.N, p.H * p.W, p.C);
+  check_twin(features, kAccumulated, "global_avgpool_forward of bf16 values (fp32 features)");
+  const int N = 4, Ci = 3, HW = 49;
+  Twin<float> img(random_floats(static_cast<size_t>(N) * Ci * HW, 182)), nhwc32(img.size(), 0.0f);
+  Twin<uint16_t> nhwc(img.size(), 0);
+  cpu().nchw_to_nhwc(nhwc32.c(), img.c(), N, Ci, HW);
+  gpu().nchw_to_nhwc(gpu_out(nhwc), img.g(), N, Ci, HW);
+  CHECK(nhwc.gpu_values() == bf16_bits(nhwc32.cpu_values()));  // rounded to nearest even
+}

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 // The CPU ops first: the emulation defines CUDA's keywords as macros.
@@ -31,6 +33,7 @@
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/backend_kernels.cuh"
+#include "kernels/cuda/batchnorm.cuh"
 #include "kernels/cuda/casts.cuh"
 #include "kernels/cuda/convnet.cuh"
 #include "kernels/cuda/crossentropy.cuh"
@@ -561,4 +564,256 @@ TEST_CASE("emulated GPU: cross-entropy on bf16 logits, fused in place and in two
               "probabilities");
   CHECK_CLOSE(from_nv_bf16(g).data(), from_bf16_bits(g_ref).data(), g.size(), kOneRounding,
               "dlogits from the probabilities");
+}
+
+// --- ResNet's kernels on bf16 storage, and the batch norm's fused forms ---------------------
+
+namespace {
+
+// The values rounded to bf16 (nearest even): the inputs a bf16 kernel is given, and the
+// reference for its output, the fp32 kernel's rounded.
+std::vector<float> rounded(const std::vector<float>& v) { return from_nv_bf16(to_nv_bf16(v)); }
+std::vector<float> widened(const std::vector<__nv_bfloat16>& v) { return from_nv_bf16(v); }
+// Bit for bit (== would take -0 for 0).
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+template <class T>
+std::vector<T> as_type(const std::vector<float>& v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    return to_nv_bf16(v);
+  }
+}
+
+}  // namespace
+
+// A kernel on bf16 storage widens its inputs exactly, runs the fp32 kernel's arithmetic (the same
+// template) and rounds once on the store: on bf16 values its output is the fp32 kernel's output
+// on the same values rounded, bit for bit (not just within a rounding). The ReLUs, max pooling
+// and the transposes round nothing of their own: they pick, zero or move stored values.
+TEST_CASE("emulated GPU: ReLUs, pooling and NCHW->NHWC on bf16 storage, bitwise the fp32 kernels rounded") {
+  const long n = 3001;
+  const auto x = rounded(random_floats(n, 121, -4.0f, 4.0f)), r = rounded(random_floats(n, 122));
+  const auto dy = random_floats(n, 123), g = random_floats(n, 124);  // gradients stay fp32
+  const auto x16 = to_nv_bf16(x), r16 = to_nv_bf16(r);
+  std::vector<float> y(n);
+  std::vector<__nv_bfloat16> y16(n);
+  sg::cuda::relu_forward(y.data(), x.data(), n, kStream);
+  sg::cuda::relu_forward(y16.data(), x16.data(), n, kStream);
+  CHECK(same_bits(widened(y16), rounded(y)));
+  std::vector<float> d(n, 0.5f), d16(n, 0.5f);
+  sg::cuda::relu_backward(d.data(), y.data(), dy.data(), n, kStream);
+  sg::cuda::relu_backward(d16.data(), y16.data(), dy.data(), n, kStream);
+  CHECK(same_bits(d16, d));
+  std::vector<float> sum = x;
+  std::vector<__nv_bfloat16> sum16 = x16;
+  sg::cuda::add_relu_inplace(sum.data(), r.data(), n, kStream);
+  sg::cuda::add_relu_inplace(sum16.data(), r16.data(), n, kStream);
+  CHECK(same_bits(widened(sum16), rounded(sum)));
+  // acc = out > 0 ? acc + g : 0 in one pass, bitwise add_inplace then relu_backward, with the
+  // ReLU's output in fp32 and in bf16.
+  for (const bool bf16 : {false, true}) {
+    CAPTURE(bf16);
+    std::vector<float> fused = dy, pair = dy;
+    if (bf16) {
+      sg::cuda::add_relu_backward(fused.data(), g.data(), sum16.data(), n, kStream);
+      sg::cuda::add_inplace(pair.data(), g.data(), n, kStream);
+      sg::cuda::relu_backward(pair.data(), sum16.data(), pair.data(), n, kStream);
+    } else {
+      sg::cuda::add_relu_backward(fused.data(), g.data(), sum.data(), n, kStream);
+      sg::cuda::add_inplace(pair.data(), g.data(), n, kStream);
+      sg::cuda::relu_backward(pair.data(), sum.data(), pair.data(), n, kStream);
+    }
+    CHECK(same_bits(fused, pair));
+  }
+
+  // fp32 images in, the NHWC activations rounded.
+  const int N = 3, C = 3, HW = 49;
+  const auto img = random_floats(N * C * HW, 125);
+  std::vector<float> nhwc(img.size());
+  std::vector<__nv_bfloat16> nhwc16(img.size());
+  sg::cuda::nchw_to_nhwc(nhwc.data(), img.data(), N, C, HW, kStream);
+  sg::cuda::nchw_to_nhwc(nhwc16.data(), img.data(), N, C, HW, kStream);
+  CHECK(same_bits(widened(nhwc16), rounded(nhwc)));
+
+  // Max pooling: the same maxima and positions; global average pooling: the same fp32 features.
+  const sg::Pool2dShape s{2, 9, 7, 5, 3, 3, 2, 1};
+  const auto a = rounded(random_floats(static_cast<size_t>(s.in_size()), 126, -2.0f, 2.0f));
+  const auto a16 = to_nv_bf16(a);
+  std::vector<float> p(static_cast<size_t>(s.out_size()));
+  std::vector<__nv_bfloat16> p16(p.size());
+  std::vector<int32_t> arg(p.size()), arg16(p.size());
+  sg::cuda::maxpool_forward(p.data(), arg.data(), a.data(), s, kStream);
+  sg::cuda::maxpool_forward(p16.data(), arg16.data(), a16.data(), s, kStream);
+  CHECK(same_bits(widened(p16), p));
+  CHECK(arg16 == arg);
+  const int HWp = s.H * s.W;
+  std::vector<float> f(static_cast<size_t>(s.N) * s.C), f16(f.size());
+  sg::cuda::global_avgpool_forward(f.data(), a.data(), s.N, HWp, s.C, kStream);
+  sg::cuda::global_avgpool_forward(f16.data(), a16.data(), s.N, HWp, s.C, kStream);
+  CHECK(same_bits(f16, f));
+}
+
+TEST_CASE("emulated GPU: batch norm on bf16 storage, bitwise the fp32 kernels rounded") {
+  const long M = 600;  // three bands of 256 rows, the last ragged
+  const int C = 24;
+  const float eps = 1e-5f;
+  const size_t n = static_cast<size_t>(M) * C;
+  const auto x = rounded(random_floats(n, 131, -1.0f, 2.0f)), res = rounded(random_floats(n, 132));
+  const auto dy = random_floats(n, 133), g = random_floats(n, 134);
+  const auto gamma = random_floats(C, 135, 0.5f, 1.5f), beta = random_floats(C, 136);
+  const auto x16 = to_nv_bf16(x), res16 = to_nv_bf16(res);
+  std::vector<double> sums(2 * C), sums16(2 * C), scratch(static_cast<size_t>(sg::cuda::batchnorm_sums_scratch(M, C)));
+  sg::cuda::batchnorm_sums(sums.data(), scratch.data(), x.data(), M, C, kStream);
+  sg::cuda::batchnorm_sums(sums16.data(), scratch.data(), x16.data(), M, C, kStream);
+  CHECK(same_bits(sums16, sums));
+  std::vector<float> mean(C), var(C);
+  sg::cuda::batchnorm_stats(mean.data(), var.data(), sums.data(), M, C, kStream);
+
+  std::vector<float> y(n), y_relu(n), y_add(n);
+  std::vector<__nv_bfloat16> y16(n), y_relu16(n), y_add16(n);
+  sg::cuda::batchnorm_normalize(y.data(), x.data(), mean.data(), var.data(), gamma.data(), beta.data(), M, C, eps, kStream);
+  sg::cuda::batchnorm_normalize(y16.data(), x16.data(), mean.data(), var.data(), gamma.data(), beta.data(), M, C, eps, kStream);
+  CHECK(same_bits(widened(y16), rounded(y)));
+  sg::cuda::batchnorm_normalize_relu(y_relu.data(), x.data(), mean.data(), var.data(), gamma.data(), beta.data(), M, C, eps, kStream);
+  sg::cuda::batchnorm_normalize_relu(y_relu16.data(), x16.data(), mean.data(), var.data(), gamma.data(), beta.data(), M, C, eps, kStream);
+  CHECK(same_bits(widened(y_relu16), rounded(y_relu)));
+  // With the residual: the batch norm rounded before the add, as the unfused pair stores it.
+  sg::cuda::batchnorm_normalize_add_relu(y_add16.data(), x16.data(), res16.data(), mean.data(), var.data(), gamma.data(), beta.data(), M, C, eps, kStream);
+  y_add = rounded(y);
+  sg::cuda::add_relu_inplace(y_add.data(), res.data(), static_cast<long>(n), kStream);
+  CHECK(same_bits(widened(y_add16), rounded(y_add)));
+
+  // The backward: dout fp32, x (and the mask's output) bf16, dinp bf16.
+  const auto relu_out = widened(y_relu16), add_out = widened(y_add16);
+  std::vector<float> dg(C, 1.0f), db(C, 2.0f), dg16 = dg, db16 = db;
+  sg::cuda::batchnorm_backward_sums(sums.data(), scratch.data(), dg.data(), db.data(), dy.data(), x.data(), mean.data(), var.data(), M, C, eps, kStream);
+  sg::cuda::batchnorm_backward_sums(sums16.data(), scratch.data(), dg16.data(), db16.data(), dy.data(), x16.data(), mean.data(), var.data(), M, C, eps, kStream);
+  CHECK(same_bits(sums16, sums));
+  CHECK(same_bits(dg16, dg));
+  CHECK(same_bits(db16, db));
+  std::vector<float> dx(n);
+  std::vector<__nv_bfloat16> dx16(n);
+  sg::cuda::batchnorm_backward_input(dx.data(), sums.data(), dy.data(), x.data(), mean.data(), var.data(), gamma.data(), M, M, C, eps, kStream);
+  sg::cuda::batchnorm_backward_input(dx16.data(), sums.data(), dy.data(), x16.data(), mean.data(), var.data(), gamma.data(), M, M, C, eps, kStream);
+  CHECK(same_bits(widened(dx16), rounded(dx)));
+
+  sg::cuda::batchnorm_relu_backward_sums(sums.data(), scratch.data(), dg.data(), db.data(), dy.data(), relu_out.data(), x.data(), mean.data(), var.data(), M, C, eps, kStream);
+  sg::cuda::batchnorm_relu_backward_sums(sums16.data(), scratch.data(), dg16.data(), db16.data(), dy.data(), y_relu16.data(), x16.data(), mean.data(), var.data(), M, C, eps, kStream);
+  CHECK(same_bits(sums16, sums));
+  CHECK(same_bits(dg16, dg));
+  sg::cuda::batchnorm_relu_backward_input(dx.data(), sums.data(), dy.data(), relu_out.data(), x.data(), mean.data(), var.data(), gamma.data(), M, M, C, eps, kStream);
+  sg::cuda::batchnorm_relu_backward_input(dx16.data(), sums.data(), dy.data(), y_relu16.data(), x16.data(), mean.data(), var.data(), gamma.data(), M, M, C, eps, kStream);
+  CHECK(same_bits(widened(dx16), rounded(dx)));
+
+  std::vector<float> sum_dy = dy, sum_dy16 = dy;  // written: the gradients' masked sum
+  sg::cuda::batchnorm_add_relu_backward_sums(sums.data(), scratch.data(), dg.data(), db.data(), sum_dy.data(), g.data(), add_out.data(), x.data(), mean.data(), var.data(), M, C, eps, kStream);
+  sg::cuda::batchnorm_add_relu_backward_sums(sums16.data(), scratch.data(), dg16.data(), db16.data(), sum_dy16.data(), g.data(), y_add16.data(), x16.data(), mean.data(), var.data(), M, C, eps, kStream);
+  CHECK(same_bits(sum_dy16, sum_dy));
+  CHECK(same_bits(sums16, sums));
+  CHECK(same_bits(db16, db));
+}
+
+namespace {
+
+// The fused batch-norm kernels against the unfused sequence on the same T values, bit for bit
+// (backend.h's contract for the fused ops): the same sums in the same order, nothing rounded that
+// the sequence does not round.
+template <class T>
+void check_fused_batchnorm(const std::vector<float>& x32, const std::vector<float>& res32,
+                           const std::vector<float>& dy, const std::vector<float>& g,
+                           const std::vector<float>& gamma, const std::vector<float>& beta, long M,
+                           int C) {
+  const float eps = 1e-5f;
+  const size_t n = x32.size();
+  const auto x = as_type<T>(x32), res = as_type<T>(res32);
+  std::vector<double> sums(2 * C), sums2(2 * C), scratch(static_cast<size_t>(sg::cuda::batchnorm_sums_scratch(M, C)));
+  std::vector<float> mean(C), var(C);
+  sg::cuda::batchnorm_sums(sums.data(), scratch.data(), x.data(), M, C, kStream);
+  sg::cuda::batchnorm_stats(mean.data(), var.data(), sums.data(), M, C, kStream);
+
+  // batch norm + ReLU, batch norm + residual + ReLU: one pass against two.
+  std::vector<T> fused(n), pair(n), fused_add(n), pair_add(n);
+  sg::cuda::batchnorm_normalize_relu(fused.data(), x.data(), mean.data(), var.data(), gamma.data(), beta.data(), M, C, eps, kStream);
+  sg::cuda::batchnorm_normalize(pair.data(), x.data(), mean.data(), var.data(), gamma.data(), beta.data(), M, C, eps, kStream);
+  sg::cuda::relu_forward(pair.data(), pair.data(), static_cast<long>(n), kStream);
+  CHECK(same_bits(fused, pair));
+  sg::cuda::batchnorm_normalize_add_relu(fused_add.data(), x.data(), res.data(), mean.data(), var.data(), gamma.data(), beta.data(), M, C, eps, kStream);
+  sg::cuda::batchnorm_normalize(pair_add.data(), x.data(), mean.data(), var.data(), gamma.data(), beta.data(), M, C, eps, kStream);
+  sg::cuda::add_relu_inplace(pair_add.data(), res.data(), static_cast<long>(n), kStream);
+  CHECK(same_bits(fused_add, pair_add));
+
+  // The ReLU's backward read on the fly against relu_backward's masked copy.
+  std::vector<float> dg(C, 1.0f), db(C, 2.0f), dg2 = dg, db2 = db, masked(n);
+  std::vector<T> dx(n), dx2(n);
+  sg::cuda::batchnorm_relu_backward_sums(sums.data(), scratch.data(), dg.data(), db.data(), dy.data(), fused.data(), x.data(), mean.data(), var.data(), M, C, eps, kStream);
+  sg::cuda::batchnorm_relu_backward_input(dx.data(), sums.data(), dy.data(), fused.data(), x.data(), mean.data(), var.data(), gamma.data(), M, M, C, eps, kStream);
+  sg::cuda::relu_backward(masked.data(), fused.data(), dy.data(), static_cast<long>(n), kStream);
+  sg::cuda::batchnorm_backward_sums(sums2.data(), scratch.data(), dg2.data(), db2.data(), masked.data(), x.data(), mean.data(), var.data(), M, C, eps, kStream);
+  sg::cuda::batchnorm_backward_input(dx2.data(), sums2.data(), masked.data(), x.data(), mean.data(), var.data(), gamma.data(), M, M, C, eps, kStream);
+  CHECK(same_bits(sums, sums2));
+  CHECK(same_bits(dg, dg2));
+  CHECK(same_bits(db, db2));
+  CHECK(same_bits(dx, dx2));
+
+  // The residual block's sum made in the first pass against add_relu_backward's two ops.
+  std::vector<float> d1 = dy, d2 = dy;
+  sg::cuda::batchnorm_add_relu_backward_sums(sums.data(), scratch.data(), dg.data(), db.data(), d1.data(), g.data(), fused_add.data(), x.data(), mean.data(), var.data(), M, C, eps, kStream);
+  sg::cuda::batchnorm_backward_input(dx.data(), sums.data(), d1.data(), x.data(), mean.data(), var.data(), gamma.data(), M, M, C, eps, kStream);
+  sg::cuda::add_inplace(d2.data(), g.data(), static_cast<long>(n), kStream);
+  sg::cuda::relu_backward(d2.data(), fused_add.data(), d2.data(), static_cast<long>(n), kStream);
+  sg::cuda::batchnorm_backward_sums(sums2.data(), scratch.data(), dg2.data(), db2.data(), d2.data(), x.data(), mean.data(), var.data(), M, C, eps, kStream);
+  sg::cuda::batchnorm_backward_input(dx2.data(), sums2.data(), d2.data(), x.data(), mean.data(), var.data(), gamma.data(), M, M, C, eps, kStream);
+  CHECK(same_bits(d1, d2));
+  CHECK(same_bits(sums, sums2));
+  CHECK(same_bits(dg, dg2));
+  CHECK(same_bits(db, db2));
+  CHECK(same_bits(dx, dx2));
+}
+
+}  // namespace
+
+TEST_CASE("emulated GPU: batch norm with ReLU and residual add fused, bitwise the unfused kernels") {
+  const long M = 600;
+  const int C = 24;
+  const size_t n = static_cast<size_t>(M) * C;
+  const auto x = random_floats(n, 141, -1.0f, 2.0f), res = random_floats(n, 142);
+  const auto dy = random_floats(n, 143), g = random_floats(n, 144);
+  const auto gamma = random_floats(C, 145, 0.5f, 1.5f), beta = random_floats(C, 146);
+  SUBCASE("fp32") { check_fused_batchnorm<float>(x, res, dy, g, gamma, beta, M, C); }
+  SUBCASE("bf16") { check_fused_batchnorm<__nv_bfloat16>(x, res, dy, g, gamma, beta, M, C); }
+}
+
+TEST_CASE("emulated GPU: convolution filters cast to bf16 (and transposed) in one kernel, bf16 gradients added back") {
+  // The rounding is the only change: to_nv_bf16 rounds to nearest even as the kernel does.
+  for (const int RS : {9, 1}) {  // 3x3 (transposed) and 1x1 (the same bytes: a cast)
+    CAPTURE(RS);
+    const int K = 6, Cg = 5;
+    const auto w = random_floats(static_cast<size_t>(K) * Cg * RS, 151);
+    std::vector<float> expected(w.size());
+    for (int k = 0; k < K; ++k)
+      for (int c = 0; c < Cg; ++c)
+        for (int rs = 0; rs < RS; ++rs) expected[(static_cast<size_t>(k) * RS + rs) * Cg + c] = w[(static_cast<size_t>(k) * Cg + c) * RS + rs];
+    std::vector<__nv_bfloat16> krsc(w.size()), krsc_from16(w.size());
+    sg::cuda::filter_kcrs_to_krsc(krsc.data(), w.data(), K, Cg, RS, kStream);
+    CHECK(same_bits(widened(krsc), rounded(expected)));
+    const auto w16 = to_nv_bf16(w);  // a bf16 weight: moved, not rounded again
+    sg::cuda::filter_kcrs_to_krsc(krsc_from16.data(), w16.data(), K, Cg, RS, kStream);
+    CHECK(same_bits(widened(krsc_from16), rounded(expected)));
+    // A bf16 weight gradient in cuDNN's layout added to the fp32 one in ours (+=), widened.
+    std::vector<float> back(w.size(), 1.0f), back_ref(w.size());
+    const auto wr = rounded(w);
+    for (size_t i = 0; i < w.size(); ++i) back_ref[i] = 1.0f + wr[i];
+    sg::cuda::filter_krsc_add_to_kcrs(back.data(), krsc.data(), K, Cg, RS, kStream);
+    CHECK(same_bits(back, back_ref));
+  }
+  // The input gradient cuDNN writes in bf16, widened into the fp32 dinp (=): exact.
+  const auto dx = rounded(random_floats(777, 152));
+  const auto dx16 = to_nv_bf16(dx);
+  std::vector<float> dinp(dx.size(), 3.0f);
+  sg::cuda::cast_from_16bit(dinp.data(), dx16.data(), static_cast<long>(dx.size()), kStream);
+  CHECK(same_bits(dinp, dx));
 }
