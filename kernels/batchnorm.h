@@ -90,7 +90,9 @@ void batchnorm_update_running(float* running_mean, float* running_var,  // (C) u
 // The same on bf16 storage (train.precision: bf16, docs/bf16.md): the activations (inp, out,
 // residual, the ReLU's out, dinp) are bf16, loaded exactly and computed as above in fp32 and
 // double, each result rounded to bf16 on the store; dout, g and everything per channel fp32.
-// So each is the fp32 kernel's result on the same values, rounded (bit for bit).
+// So each is the fp32 kernel's result on the same values, rounded (bit for bit), except the
+// forward with a residual: the batch norm is rounded before the sum and the sum again, bit for
+// bit the unfused pair in bf16 (batchnorm_forward_train_bf16, then add_relu_inplace_bf16).
 void batchnorm_forward_train_bf16(uint16_t* out, float* mean, float* var, const uint16_t* inp,
                                   const float* gamma, const float* beta, const uint16_t* residual,
                                   long M, int C, float eps, bool relu);

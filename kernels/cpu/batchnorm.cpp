@@ -344,8 +344,11 @@ struct XSums {
 };
 
 // One row's channels of normalize (below).
+// With bf16 storage and a residual, the batch norm's result is rounded to bf16 before the sum:
+// bit for bit the unfused pair, whose batch norm stores its output (batchnorm.h).
 template <class T>
 struct NormalizePass {
+  static constexpr bool kBf16 = sizeof(T) == 2;
   T* out;
   const T* x;
   const float *sc, *sh;
@@ -355,13 +358,19 @@ struct NormalizePass {
   template <class V>
   void vec(long m, int c) const {
     V y = affine(load_act<V>(x + m * C + c), sc + c, sh + c);
-    if (r != nullptr) y += load_act<V>(r + m * C + c);
+    if (r != nullptr) {
+      if constexpr (kBf16) y = bf16_round(y);  // as the batch norm's stored output
+      y += load_act<V>(r + m * C + c);
+    }
     if (relu) y = keep_where(y > splat_as<V>(0.0f), y);
     put(out + m * C + c, y, stream);
   }
   void one(long m, int c) const {
     float y = affine(detail::load(x + m * C + c), sc[c], sh[c]);
-    if (r != nullptr) y += detail::load(r + m * C + c);
+    if (r != nullptr) {
+      if constexpr (kBf16) y = detail::from_bf16(detail::to_bf16(y));
+      y += detail::load(r + m * C + c);
+    }
     detail::store(out + m * C + c, relu ? (y > 0.0f ? y : 0.0f) : y);
   }
 };

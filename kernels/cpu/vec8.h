@@ -100,5 +100,12 @@ inline void store_act(uint16_t* p, V v) {
   std::memcpy(p, &h, sizeof h);
 }
 
+// v rounded to bf16 and back (store_act then load_act of one vector).
+template <class V>
+inline V bf16_round(V v) {
+  alignas(64) uint16_t h[kLanes<V>];
+  store_act(h, v);
+  return load_act<V>(h);
+}
 }  // namespace
 }  // namespace sg::cpu::SG_CPU_ISA

@@ -153,6 +153,9 @@ void CostBackend::residual_forward(float*, const float*, const float*, long n) {
   count("residual_forward", 3 * F * d(n));
 }
 void CostBackend::add_inplace(float*, const float*, long n) { count("add_inplace", 3 * F * d(n)); }
+void CostBackend::add_relu_backward(float*, const float*, ConstAct out, long n) {
+  count("add_relu_backward", (3 * F + es(out)) * d(n));
+}
 void CostBackend::add_relu_inplace(Act out, ConstAct in, long n) {
   count("add_relu_inplace", (2 * es(out) + es(in)) * d(n));
 }
@@ -265,58 +268,87 @@ void CostBackend::crossentropy_vp_backward(float*, const float*, const float*, c
 
 // --- convolutional networks ----------------------------------------------------------------------
 
-// cuDNN on NHWC tensors; a filter larger than 1x1 is transposed to KRSC first, and its
-// gradient computed in KRSC and added back to ours (cudnn_conv.cu): counted apart, as those are
-// our memory-bound kernels between cuDNN's.
+// cuDNN on NHWC tensors (cudnn_conv.cu). Its filter: a filter larger than 1x1 is transposed to
+// KRSC first (with bf16 activations, cast to bf16 in the same pass; a 1x1 one only cast), and
+// the filter gradient computed in cuDNN's layout and type and added to ours (a bf16 plan's
+// input gradient, too, comes out in bf16 and is widened into the fp32 one): counted apart, as
+// those are our memory-bound kernels between cuDNN's.
+namespace {
+bool transposes(const Conv2dShape& s) { return s.R * s.S > 1 && s.C / s.groups > 1; }
+// The bytes of a filter element cuDNN reads: bf16 with bf16 activations, else the weight's.
+double filter_bytes(ConstAct inp, ConstAct weight) { return inp.bf16() ? 2.0 : es(weight); }
+// Whether the weight goes through our copy kernel before cuDNN reads it.
+bool copies_filter(const Conv2dShape& s, ConstAct inp, ConstAct weight) {
+  return transposes(s) || (inp.bf16() && !weight.bf16());
+}
+}  // namespace
+
 void CostBackend::conv2d_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s) {
-  const double w = d(s.weight_size());
+  const double w = d(s.weight_size()), wb = filter_bytes(inp, weight);
   const double flops = 2.0 * d(s.out_size()) * (s.C / s.groups) * s.R * s.S;
-  count("conv2d_forward", es(inp) * d(s.in_size()) + es(weight) * w + es(out) * d(s.out_size()), 1,
+  count("conv2d_forward", es(inp) * d(s.in_size()) + wb * w + es(out) * d(s.out_size()), 1,
         CostKind::Convolution, flops, inp.bf16());
-  if (s.R * s.S > 1) count("conv2d_forward: filter transposes", (F + es(weight)) * w);
+  if (copies_filter(s, inp, weight)) count("conv2d_forward: filter copies", (es(weight) + wb) * w);
 }
 // Data gradient (when asked) and filter gradient: each the forward's products.
 void CostBackend::conv2d_backward(float* dinp, float*, ConstAct dout, ConstAct inp,
                                   ConstAct weight, const Conv2dShape& s) {
   const double w = d(s.weight_size()), in = d(s.in_size()), out = d(s.out_size());
-  const bool transposed = s.R * s.S > 1;
+  const double wb = filter_bytes(inp, weight);
+  const bool act16 = inp.bf16();
+  // The filter gradient: into scratch where it is transposed or bf16, else added in place.
+  const bool scratch_gradient = transposes(s) || act16;
   const double flops1 = 2.0 * out * (s.C / s.groups) * s.R * s.S;
-  double bytes = es(inp) * in + es(dout) * out + F * (transposed ? w : 2 * w), flops = flops1,
-         launches = 1;
+  double bytes = es(inp) * in + es(dout) * out + (scratch_gradient ? wb * w : 2 * F * w);
+  double flops = flops1, launches = 1;
   if (dinp != nullptr) {
-    bytes += es(dout) * out + es(weight) * w + F * in;
+    bytes += es(dout) * out + wb * w + es(inp) * in;  // dx in the activations' type
     flops += flops1;
     launches += 1;
   }
-  count("conv2d_backward", bytes, launches, CostKind::Convolution, flops, inp.bf16());
-  if (transposed) {
-    count("conv2d_backward: filter transposes",
-          3 * F * w + (dinp != nullptr ? (F + es(weight)) * w : 0), dinp != nullptr ? 2 : 1);
-  }
+  count("conv2d_backward", bytes, launches, CostKind::Convolution, flops, act16);
+  // Our kernels around cuDNN's: the filter's copy for the data gradient, the filter gradient
+  // added to ours (read it, read and write ours), a bf16 input gradient widened into fp32.
+  double copies = 0, copy_launches = 0;
+  if (dinp != nullptr && copies_filter(s, inp, weight)) copies += (es(weight) + wb) * w, ++copy_launches;
+  if (scratch_gradient) copies += (wb + 2 * F) * w, ++copy_launches;
+  if (dinp != nullptr && act16) copies += (2 + F) * in, ++copy_launches;
+  if (copy_launches > 0) count("conv2d_backward: filter copies and casts", copies, copy_launches);
 }
-// Column sums (inp read), statistics, normalize (inp read, out written).
+// Column sums (inp read; the band sums and their reduction), statistics, normalize (inp read,
+// out written; a fused ReLU and residual add on its store).
 void CostBackend::batchnorm_forward_train(Act out, float*, float*, ConstAct inp, const float*,
                                           const float*, long M, int C, float) {
-  count("batchnorm_forward_train", (2 * es(inp) + es(out)) * d(M) * C, 3);
+  count("batchnorm_forward_train", (2 * es(inp) + es(out)) * d(M) * C, 4);
 }
 // Sums of dout and dout * x-hat (dout, inp read), then the input gradient (dout, inp read; dinp
 // written).
 void CostBackend::batchnorm_backward(Act dinp, float*, float*, const float*, ConstAct inp,
                                      const float*, const float*, const float*, long M, int C,
                                      float) {
-  count("batchnorm_backward", (2 * F + 2 * es(inp) + es(dinp)) * d(M) * C, 2);
+  count("batchnorm_backward", (2 * F + 2 * es(inp) + es(dinp)) * d(M) * C, 3);
 }
 void CostBackend::batchnorm_relu_forward_train(Act out, float*, float*, ConstAct inp,
                                                const float*, const float*, long M, int C, float) {
-  // + the ReLU pass in place
-  count("batchnorm_relu_forward_train", (2 * es(inp) + 3 * es(out)) * d(M) * C, 4);
+  count("batchnorm_relu_forward_train", (2 * es(inp) + es(out)) * d(M) * C, 4);
 }
+void CostBackend::batchnorm_add_relu_forward_train(Act out, float*, float*, ConstAct inp,
+                                                   const float*, const float*, ConstAct residual,
+                                                   long M, int C, float) {
+  count("batchnorm_add_relu_forward_train", (2 * es(inp) + es(residual) + es(out)) * d(M) * C, 4);
+}
+// Both backward passes read the output to mask dout on the fly.
 void CostBackend::batchnorm_relu_backward(Act dinp, float*, float*, const float*, ConstAct inp,
                                           ConstAct out, const float*, const float*, const float*,
                                           const float*, long M, int C, float) {
-  // the masked gradient first (dout, out read; dinp written), then the batch norm's backward on it
-  count("batchnorm_relu_backward",
-        (F + es(out) + es(dinp) + 2 * (es(dinp) + es(inp)) + es(dinp)) * d(M) * C, 3);
+  count("batchnorm_relu_backward", (2 * F + 2 * es(out) + 2 * es(inp) + es(dinp)) * d(M) * C, 3);
+}
+// The first pass makes dout + g where out > 0 (dout, g, out read; the sum written into dout)
+// and its sums; the second reads it back.
+void CostBackend::batchnorm_add_relu_backward(Act dinp, float*, float*, float*, const float*,
+                                              ConstAct out, ConstAct inp, const float*,
+                                              const float*, const float*, long M, int C, float) {
+  count("batchnorm_add_relu_backward", (4 * F + es(out) + 2 * es(inp) + es(dinp)) * d(M) * C, 3);
 }
 void CostBackend::batchnorm_sums(double*, ConstAct inp, long M, int C) {
   count("batchnorm_sums", es(inp) * d(M) * C, 2);

@@ -75,6 +75,7 @@ class CostBackend final : public Backend {
   void residual_forward(float* out, const float* a, const float* b, long n) override;
   void add_inplace(float* out, const float* in, long n) override;
   void add_relu_inplace(Act out, ConstAct in, long n) override;
+  void add_relu_backward(float* acc, const float* g, ConstAct out, long n) override;
   void add_bias(float* out, const float* bias, long N, long C) override;
   void scale(float* x, float factor, long n) override;
 
@@ -134,6 +135,13 @@ class CostBackend final : public Backend {
                                ConstAct inp, ConstAct out, const float* mean,
                                const float* var, const float* gamma, const float* beta, long M,
                                int C, float eps) override;
+  void batchnorm_add_relu_forward_train(Act out, float* mean, float* var, ConstAct inp,
+                                        const float* gamma, const float* beta, ConstAct residual,
+                                        long M, int C, float eps) override;
+  void batchnorm_add_relu_backward(Act dinp, float* dgamma, float* dbeta, float* dout,
+                                   const float* g, ConstAct out, ConstAct inp, const float* mean,
+                                   const float* var, const float* gamma, long M, int C,
+                                   float eps) override;
   void batchnorm_sums(double* sums, ConstAct inp, long M, int C) override;
   void batchnorm_stats(float* mean, float* var, const double* sums, double count,
                        int C) override;

@@ -41,6 +41,10 @@ void plan_gpu_estimate(const JobSpec& spec, const ModelFamily& family, const std
   const bool act16 = family.activation_storage() != DType::F32 &&
                      activation_dtype_for("cuda", spec.train.precision) != DType::F32;
   const std::string storage = act16 ? "bf16 activations" : "fp32";
+  // Whether the products multiply a bf16 copy of the weights made once a step (GPT-2) or cast
+  // the fp32 weights per use (ResNet's convolutions).
+  bool weight_copy = false;
+  for (const OpCost& op : counted.ops) weight_copy = weight_copy || op.name == "convert";
   const double peak = (reduced ? sheet->reduced_tflops : sheet->fp32_tflops) * 1e12;
   const double samples = static_cast<double>(spec.train.micro_batch) * micro_batches;
   const double model_flops = family.training_flops_per_sample() * samples;
@@ -94,7 +98,9 @@ void plan_gpu_estimate(const JobSpec& spec, const ModelFamily& family, const std
              sheet->name, spec.train.precision,
              !reduced ? "fp32 throughout"
              : act16  ? "products and activations in " + spec.train.precision +
-                           ", fp32 master weights (a bf16 copy a step) and optimizer state"
+                           ", fp32 master weights (" +
+                           (weight_copy ? "a bf16 copy a step" : "cast per use") +
+                           ") and optimizer state"
                       : "products in " + spec.train.precision + ", tensors fp32 in memory",
              1e3 * step.seconds, samples_on_gpu,
              units > 1 ? fmt::format(" x {}", units) : std::string(), unit, micro_batches,

@@ -137,6 +137,41 @@ devices: {backend: cuda, processes: 1}
   CHECK(ops["conv2d_forward"].kind == sg::CostKind::Convolution);
 }
 
+TEST_CASE("a bf16 ResNet step: 16-bit convolutions, fused batch norms on 2-byte activations") {
+  const char* job = R"(
+name: cost
+model: {arch: resnet, depth: 18, width: 8, classes: 10, image_size: 32}
+data: {dataset: synthetic}
+optim: {name: sgd, lr: 0.1, momentum: 0.9}
+train: {steps: 1, global_batch: 4, micro_batch: 4}
+devices: {backend: cuda, processes: 1}
+)";
+  const sg::JobSpec fp32 = sg::parse_job_spec(job, "<job>", {});
+  const sg::JobSpec bf16 = sg::parse_job_spec(job, "<job>", {"train.precision=bf16"});
+  const sg::CountedStep step32 = sg::count_training_step(fp32, 1);
+  const sg::CountedStep step16 = sg::count_training_step(bf16, 1);
+  auto ops32 = by_name(step32.ops), ops16 = by_name(step16.ops);
+  // The convolutions read and write 16-bit tensors (priced as such), with the same products.
+  CHECK_FALSE(ops16["conv2d_forward"].fp32_operands);
+  CHECK(ops16["conv2d_forward"].flops == ops32["conv2d_forward"].flops);
+  CHECK(ops16["conv2d_backward"].flops == ops32["conv2d_backward"].flops);
+  CHECK(ops16["conv2d_forward"].bytes < 0.6 * ops32["conv2d_forward"].bytes);
+  // Batch norm + ReLU in one pass over 2-byte activations: x read twice, out written once.
+  const double rows_channels = ops32["batchnorm_relu_forward_train"].bytes / 12;
+  CHECK(ops16["batchnorm_relu_forward_train"].bytes == doctest::Approx(6 * rows_channels));
+  // No ReLU or residual pass of its own in training: they ride in the batch norms.
+  CHECK(ops16.count("relu_forward") == 0);
+  CHECK(ops16.count("add_relu_inplace") == 0);
+  CHECK(ops16.count("add_relu_backward") == 0);
+  CHECK(ops16.count("batchnorm_add_relu_backward") == 1);
+  // Our kernels around cuDNN's: every filter cast to bf16 (1x1 ones too), the bf16 input
+  // gradients widened: each convolution's backward has some, each forward a filter copy.
+  CHECK(ops16["conv2d_backward: filter copies and casts"].calls == ops16["conv2d_backward"].calls);
+  CHECK(ops16["conv2d_forward: filter copies"].calls == ops16["conv2d_forward"].calls);
+  CHECK(ops32["conv2d_forward: filter copies"].calls < ops32["conv2d_forward"].calls);  // 1x1s
+  CHECK(step16.device_bytes < step32.device_bytes);
+}
+
 TEST_CASE("the roofline: each op the longer of its arithmetic and its bytes, plus launches") {
   sg::GpuSheet gpu{"test", "test GPU", 10, 100, 1, 1};  // 10 / 100 TFLOP/s, 1 TB/s
   sg::GpuEfficiency e;
