@@ -239,6 +239,10 @@ class GuardedBackend final : public Backend {
     inner_.conv2d_forward(out, inp, weight, s);
   }
 
+  void conv2d_filter(Act out, const float* weight, const Conv2dShape& s) override {
+    const Unlocked open(*this);
+    inner_.conv2d_filter(out, weight, s);
+  }
   void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp, ConstAct weight, const Conv2dShape& s) override {
     const Unlocked open(*this);
     inner_.conv2d_backward(dinp, dweight, dout, inp, weight, s);

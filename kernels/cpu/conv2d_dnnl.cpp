@@ -226,9 +226,11 @@ void copy_out(const memory& result, const memory::desc& user, void* data) {
   dnnl::reorder(in, out).execute(stream(), in, out);
 }
 
-// The user's OIHW weights in the layout `target` holds (a plain copy when they agree).
-memory& weights_for(const Conv2dShape& s, const float* weight, memory& target) {
-  memory user(weight_desc(s, tag::oihw), engine(), const_cast<float*>(weight));
+// The user's OIHW weights (fp32, or the bf16 working copy: Backend::conv2d_filter) in the layout
+// and type `target` holds (a plain copy when they agree).
+memory& weights_for(const Conv2dShape& s, ConstAct weight, memory& target) {
+  const dt type = weight.bf16() ? dt::bf16 : dt::f32;
+  memory user(weight_desc(s, tag::oihw, type), engine(), const_cast<void*>(weight.data));
   dnnl::reorder(user, target).execute(stream(), user, target);
   return target;
 }
@@ -296,7 +298,7 @@ void conv2d_forward(float* out, const float* inp, const float* weight, const Con
 
 namespace {
 
-void backward_data(ConvEntry& c, float* dinp, const memory& diff_dst, const float* weight,
+void backward_data(ConvEntry& c, float* dinp, const memory& diff_dst, ConstAct weight,
                    const Conv2dShape& s) {
   memory diff_src = output_in(c.user_src, c.bwd_data_pd.diff_src_desc(), dinp, 1);
   const memory& w = weights_for(s, weight, c.bwd_data_weights);
@@ -399,9 +401,9 @@ void require_uniform(ConstAct a, ConstAct b, const char* op) {
 
 void conv2d_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s) {
   require_uniform(out, inp, "conv2d_forward");
-  const float* w = widened(weight, s.weight_size(), 4);
-  if (!out.bf16()) return conv2d_forward(out.f32(), inp.f32(), w, s);
+  if (!out.bf16()) return conv2d_forward(out.f32(), inp.f32(), widened(weight, s.weight_size(), 4), s);
   if (!conv2d_runs_bf16(s)) {
+    const float* w = widened(weight, s.weight_size(), 4);
     // The fp32 kernels on the widened input, into scratch, rounded into out.
     float* result = scratch(3, static_cast<size_t>(s.out_size()) * sizeof(float));
     conv2d_forward(result, widened(inp, s.in_size(), 2), w, s);
@@ -414,7 +416,7 @@ void conv2d_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s
     const memory::desc user_dst = with_type(c.user_dst, dt::bf16);
     memory src = as_layout(user_src, c.fwd_pd.src_desc(), inp.data, 0);
     memory dst = output_in(user_dst, c.fwd_pd.dst_desc(), out.data, 1);
-    const memory& wt = weights_for(s, w, c.fwd_weights);
+    const memory& wt = weights_for(s, weight, c.fwd_weights);
     c.fwd.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wt}, {DNNL_ARG_DST, dst}});
     copy_out(dst, user_dst, out.data);  // the fp32 result rounded to bf16 by the reorder
     stream().wait();
@@ -424,9 +426,10 @@ void conv2d_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s
 void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp, ConstAct weight,
                      const Conv2dShape& s) {
   if (inp) require_uniform(dout, inp, "conv2d_backward");
-  const float* w = weight ? widened(weight, s.weight_size(), 4) : nullptr;
-  if (!dout.bf16()) return conv2d_backward(dinp, dweight, dout.f32(), inp.f32(), w, s);
+  const auto w32 = [&] { return weight ? widened(weight, s.weight_size(), 4) : nullptr; };
+  if (!dout.bf16()) return conv2d_backward(dinp, dweight, dout.f32(), inp.f32(), w32(), s);
   if (!conv2d_runs_bf16(s)) {
+    const float* w = w32();
     const float* x = inp ? widened(inp, s.in_size(), 2) : nullptr;
     const float* dy = widened(dout, s.out_size(), 3);
     conv2d_backward(dinp, dweight, dy, x, w, s);
@@ -445,7 +448,7 @@ void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp, C
     const memory::desc user_dst = with_type(c.user_dst, dt::bf16);
     memory diff_dst = as_layout(user_dst, c.bwd_data_pd.diff_dst_desc(), dout.data, 0);
     if (weights_here) backward_weights(c, dweight, diff_dst, user_src, inp.data, s);
-    if (dinp != nullptr) backward_data(c, dinp, diff_dst, w, s);
+    if (dinp != nullptr) backward_data(c, dinp, diff_dst, weight, s);
   });
 }
 

@@ -536,6 +536,10 @@ void CudaBackend::conv2d_forward(Act out, ConstAct inp, ConstAct weight,
   const auto timed = begin_op("conv2d_forward");
   conv().forward(out, inp, weight, s);
 }
+void CudaBackend::conv2d_filter(Act out, const float* weight, const Conv2dShape& s) {
+  const auto timed = begin_op("conv2d_filter");
+  conv().filter(out, weight, s);
+}
 void CudaBackend::conv2d_backward(float* dinp, float* dweight, ConstAct dout,
                                   ConstAct inp, ConstAct weight, const Conv2dShape& s) {
   const auto timed = begin_op("conv2d_backward");

@@ -127,6 +127,7 @@ class CudaBackend final : public Backend {
 
   void conv2d_forward(Act out, ConstAct inp, ConstAct weight,
                       const Conv2dShape& s) override;
+  void conv2d_filter(Act out, const float* weight, const Conv2dShape& s) override;
   void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp,
                        ConstAct weight, const Conv2dShape& s) override;
   void batchnorm_forward_train(Act out, float* mean, float* var, ConstAct inp,

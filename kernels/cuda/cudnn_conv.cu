@@ -194,6 +194,11 @@ void CudnnConv::make_plan(Plan& plan, const Conv2dShape& s, Mode mode) {
   }
 }
 
+void CudnnConv::filter(Act out, const float* weight, const Conv2dShape& s) {
+  // KCRS -> KRSC is the identity where R*S or C/groups is 1: one kernel for every filter.
+  filter_kcrs_to_krsc(bf16_data(out), weight, s.K, s.C / s.groups, s.R * s.S, stream_);
+}
+
 void CudnnConv::forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s) {
   if (s.N <= 0) return;
   const bool bf16 = inp.bf16();
@@ -202,9 +207,9 @@ void CudnnConv::forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShap
   void* y = bf16 ? static_cast<void*>(bf16_data(out)) : out.f32();
   const Plan& plan = plan_for(s, mode_for(bf16));
   const int Cg = s.C / s.groups, RS = s.R * s.S;
-  // The filter in cuDNN's layout and the plan's type: our weight as it is where that is the same
-  // bytes, else one kernel into scratch (transposed, rounded to bf16, or both).
-  const bool filter_copy = bf16 ? (plan.transpose || !weight.bf16()) : plan.transpose;
+  // The filter in cuDNN's layout and the plan's type: a bf16 weight (filter's copy) and an fp32
+  // one in the same bytes as it is, else one kernel into scratch (transposed, rounded, or both).
+  const bool filter_copy = bf16 ? !weight.bf16() : plan.transpose;
   const size_t element = bf16 ? sizeof(__nv_bfloat16) : sizeof(float);
   ScratchLayout layout;
   const size_t filter_at = filter_copy ? layout.add(element * s.weight_size()) : 0;
@@ -215,9 +220,6 @@ void CudnnConv::forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShap
     void* copy = scratch + filter_at;
     if (!bf16) {
       filter_kcrs_to_krsc(static_cast<float*>(copy), weight.f32(), s.K, Cg, RS, stream_);
-    } else if (weight.bf16()) {
-      filter_kcrs_to_krsc(static_cast<__nv_bfloat16*>(copy), bf16_data(weight), s.K, Cg, RS,
-                          stream_);
     } else {
       filter_kcrs_to_krsc(static_cast<__nv_bfloat16*>(copy), weight.f32(), s.K, Cg, RS, stream_);
     }
@@ -287,7 +289,7 @@ void CudnnConv::backward_bf16(float* dinp, float* dweight, ConstAct dout, ConstA
   const Plan& plan = plan_for(s, Mode::kBf16);
   const int Cg = s.C / s.groups, RS = s.R * s.S;
   const size_t filter_bytes = sizeof(__nv_bfloat16) * s.weight_size();
-  const bool filter_copy = dinp != nullptr && (plan.transpose || !weight.bf16());
+  const bool filter_copy = dinp != nullptr && !weight.bf16();  // else filter's copy
   ScratchLayout layout;
   const size_t filter_at = filter_copy ? layout.add(filter_bytes) : 0;
   const size_t dx_at = dinp != nullptr ? layout.add(sizeof(__nv_bfloat16) * s.in_size()) : 0;
@@ -301,11 +303,7 @@ void CudnnConv::backward_bf16(float* dinp, float* dweight, ConstAct dout, ConstA
     const void* filter = weight.data;
     if (filter_copy) {
       auto* copy = reinterpret_cast<__nv_bfloat16*>(scratch + filter_at);
-      if (weight.bf16()) {
-        filter_kcrs_to_krsc(copy, bf16_data(weight), s.K, Cg, RS, stream_);
-      } else {
-        filter_kcrs_to_krsc(copy, weight.f32(), s.K, Cg, RS, stream_);
-      }
+      filter_kcrs_to_krsc(copy, weight.f32(), s.K, Cg, RS, stream_);
       filter = copy;
     }
     auto* dx = reinterpret_cast<__nv_bfloat16*>(scratch + dx_at);

@@ -14,8 +14,9 @@
 // bf16 activations (train.precision bf16, docs/bf16.md): inp, out and dout stored in bf16. The
 // descriptors x, y and w are then bf16 with fp32 compute (cuDNN's PSEUDO_BFLOAT16_CONFIG,
 // tensor-op math), and what is rounded where:
-//   - the weight (fp32 master; a bf16 weight is taken as it is) is rounded to bf16 into scratch,
-//     transposed in the same kernel where the layouts differ (one kernel either way);
+//   - the weight: a bf16 one is the filter as `filter` wrote it (cuDNN's layout, made once a
+//     step: docs/bf16.md) and is read as it is; an fp32 one (the master) is rounded to bf16 into
+//     scratch per call, transposed in the same kernel where the layouts differ;
 //   - out is the fp32 sum rounded to bf16 by cuDNN;
 //   - cuDNN's legacy backward takes dx and dw in the type of the other operands (its supported
 //     configurations have no fp32 output for bf16 inputs), so the input gradient is written in
@@ -50,8 +51,12 @@ class CudnnConv {
   // Reduced precision (train.precision bf16): cuDNN may use tensor cores on down-converted inputs.
   void set_reduced_precision(bool on) { reduced_ = on; }
 
-  // inp and out (dout and inp) of one type, fp32 or bf16 (a mix is a RunError); the weight fp32,
-  // or bf16 with bf16 activations.
+  // The filter in the layout and type the bf16 convolutions read (KRSC where the layouts
+  // differ, else ours), rounded to bf16 from the fp32 weight (KCRS): the working copy the
+  // model makes once a step and passes as a bf16 weight.
+  void filter(Act out, const float* weight, const Conv2dShape& s);
+  // inp and out (dout and inp) of one type, fp32 or bf16 (a mix is a RunError); the weight fp32
+  // (KCRS), or with bf16 activations the bf16 copy `filter` made.
   void forward(Act out,         // (N,P,Q,K) =
                ConstAct inp,     // (N,H,W,C)
                ConstAct weight,  // (K,C/groups,R,S)

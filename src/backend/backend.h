@@ -156,6 +156,12 @@ class Backend {
   // Activations are NHWC; convolution weights (K, C/groups, R, S) as PyTorch stores them.
   virtual void conv2d_forward(Act out, ConstAct inp, ConstAct weight,
                               const Conv2dShape& s) = 0;
+  // The convolutions' bf16 working copy of a filter (docs/bf16.md): out = weight (fp32,
+  // (K, C/groups, R, S)) rounded to bf16, in the layout this backend's convolutions read a bf16
+  // weight in (the CPU: the same; CUDA: cuDNN's (K, R, S, C/groups) where the two differ). A
+  // model makes it once a step (StageModel::prepare_weights) and passes it to conv2d_* as their
+  // weight, with bf16 activations; an fp32 weight is cast (and transposed) per call instead.
+  virtual void conv2d_filter(Act out, const float* weight, const Conv2dShape& s) = 0;
   virtual void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp,
                                ConstAct weight, const Conv2dShape& s) = 0;
   virtual void batchnorm_forward_train(Act out, float* mean, float* var, ConstAct inp,

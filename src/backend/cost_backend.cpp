@@ -277,9 +277,10 @@ namespace {
 bool transposes(const Conv2dShape& s) { return s.R * s.S > 1 && s.C / s.groups > 1; }
 // The bytes of a filter element cuDNN reads: bf16 with bf16 activations, else the weight's.
 double filter_bytes(ConstAct inp, ConstAct weight) { return inp.bf16() ? 2.0 : es(weight); }
-// Whether the weight goes through our copy kernel before cuDNN reads it.
+// Whether the weight goes through our copy kernel before cuDNN reads it: with bf16 activations
+// unless it is conv2d_filter's copy, with fp32 ones where the layouts differ.
 bool copies_filter(const Conv2dShape& s, ConstAct inp, ConstAct weight) {
-  return transposes(s) || (inp.bf16() && !weight.bf16());
+  return inp.bf16() ? !weight.bf16() : transposes(s);
 }
 }  // namespace
 
@@ -289,6 +290,10 @@ void CostBackend::conv2d_forward(Act out, ConstAct inp, ConstAct weight, const C
   count("conv2d_forward", es(inp) * d(s.in_size()) + wb * w + es(out) * d(s.out_size()), 1,
         CostKind::Convolution, flops, inp.bf16());
   if (copies_filter(s, inp, weight)) count("conv2d_forward: filter copies", (es(weight) + wb) * w);
+}
+// Our cast (and transpose) kernel: the fp32 filter read, its bf16 copy written.
+void CostBackend::conv2d_filter(Act out, const float*, const Conv2dShape& s) {
+  count("conv2d_filter", (F + es(out)) * d(s.weight_size()));
 }
 // Data gradient (when asked) and filter gradient: each the forward's products.
 void CostBackend::conv2d_backward(float* dinp, float*, ConstAct dout, ConstAct inp,

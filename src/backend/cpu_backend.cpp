@@ -315,6 +315,10 @@ class CpuBackend final : public Backend {
     const ScopedOpTimer timer("conv2d_forward");
     cpu::conv2d_forward(out, inp, weight, s);
   }
+  void conv2d_filter(Act out, const float* weight, const Conv2dShape& s) override {
+    const ScopedOpTimer timer("conv2d_filter");
+    cpu::round_to_bf16(out.b16(), weight, s.weight_size());  // the same layout (conv2d.h)
+  }
   void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp,
                        ConstAct weight, const Conv2dShape& s) override {
     const ScopedOpTimer timer("conv2d_backward");

@@ -217,7 +217,7 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
         mesh_per_process > 1 ? ", the largest tensor x pipeline shard" : "");
   print("  parameters       {}\n", human_bytes(params_bytes));
   if (weight_copy_bytes > 0) {
-    print("  weights, bf16    {} (the products' working copy, cast once a step)\n",
+    print("  weights, bf16    {} (the products' and convolutions' working copy, cast once a step)\n",
           human_bytes(weight_copy_bytes));
   }
   print("  gradients        {}{}\n", human_bytes(grads_bytes),

@@ -41,10 +41,10 @@ void plan_gpu_estimate(const JobSpec& spec, const ModelFamily& family, const std
   const bool act16 = family.activation_storage() != DType::F32 &&
                      activation_dtype_for("cuda", spec.train.precision) != DType::F32;
   const std::string storage = act16 ? "bf16 activations" : "fp32";
-  // Whether the products multiply a bf16 copy of the weights made once a step (GPT-2) or cast
-  // the fp32 weights per use (ResNet's convolutions).
+  // Whether the products and convolutions multiply a bf16 copy of the weights made once a step
+  // (GPT-2's convert, ResNet's conv2d_filter) or cast the fp32 weights per use.
   bool weight_copy = false;
-  for (const OpCost& op : counted.ops) weight_copy = weight_copy || op.name == "convert";
+  for (const OpCost& op : counted.ops) weight_copy = weight_copy || op.name == "convert" || op.name == "conv2d_filter";
   const double peak = (reduced ? sheet->reduced_tflops : sheet->fp32_tflops) * 1e12;
   const double samples = static_cast<double>(spec.train.micro_batch) * micro_batches;
   const double model_flops = family.training_flops_per_sample() * samples;

@@ -99,9 +99,43 @@ ResNet::ResNet(const ResNetFamily& family, const ParameterLayout& layout,
   replica_group_ = context.replica_group;
   sync_bn_ = family.shape().sync_bn && replica_group_ != nullptr && replica_group_->size() > 1;
   const size_t floats = lay_out(nullptr, context.slots);
+  if (const size_t bytes = resnet_weight_copy_bytes(layout, storage_); bytes > 0) {
+    filters16_ = Buffer(*backend_, bytes);
+  }
   arena_ = Buffer(*backend_, floats * sizeof(float));
   backend_->zero(arena_.as<float>(), floats);
   lay_out(arena_.as<float>(), context.slots);
+}
+
+size_t resnet_weight_copy_bytes(const ParameterLayout& layout, DType storage) {
+  return storage == DType::BF16 ? layout.total() * dtype_size(DType::BF16) : 0;
+}
+
+template <class F>
+void ResNet::for_each_unit(F f) const {
+  if (plan_.first) f(plan_.stem);
+  for (const ResNetStageBlock& b : plan_.blocks) {
+    for (const Unit& u : b.units) f(u);
+    if (b.downsample) f(b.shortcut);
+  }
+}
+
+void ResNet::prepare_weights(const float* params) {
+  if (filters16_.data() == nullptr) return;
+  auto* copy = static_cast<uint16_t*>(filters16_.data());
+  for_each_unit([&](const Unit& u) {
+    backend_->conv2d_filter(Act(copy + u.weight, DType::BF16), params + u.weight, u.conv);
+  });
+  filters_of_ = params;
+}
+
+ConstAct ResNet::filter(const Unit& u, const float* params) const {
+  if (filters16_.data() == nullptr) return params + u.weight;
+  if (params != filters_of_) {
+    throw RunError("ResNet: a convolution on parameters its bf16 filters were not made from "
+                   "(prepare_weights(params) first)");
+  }
+  return {static_cast<const uint16_t*>(filters16_.data()) + u.weight, DType::BF16};
 }
 
 size_t resnet_activation_floats(const ResNetFamily& family, const ParameterLayout& layout, int B,
@@ -267,7 +301,7 @@ void ResNet::batchnorm_train_backward(const Unit& u, const UnitActs& a, const fl
 void ResNet::unit_forward(const Unit& u, UnitActs& a, ConstAct x, const float* params,
                           float* buffers, const ForwardOptions& options, ConstAct residual) {
   Backend& be = *backend_;
-  be.conv2d_forward(a.conv, x, params + u.weight, u.conv);
+  be.conv2d_forward(a.conv, x, filter(u, params), u.conv);
   const long M = u.rows();
   const int K = u.conv.K;
   // A block's last unit: its batch norm, the shortcut's sum and the ReLU after it as one op.
@@ -315,7 +349,7 @@ void ResNet::unit_backward(const Unit& u, const UnitActs& a, float* dy, ConstAct
     if (u.relu) be.relu_backward(dy, a.out, dy, n);
     batchnorm_train_backward(u, a, dy, dconv, grads, params);
   }
-  be.conv2d_backward(dx, grads + u.weight, dconv, x, params + u.weight, u.conv);
+  be.conv2d_backward(dx, grads + u.weight, dconv, x, filter(u, params), u.conv);
 }
 
 void ResNet::block_forward(const ResNetStageBlock& block, std::vector<UnitActs>& acts,

@@ -56,6 +56,10 @@ ResNetStagePlan plan_resnet_stage(const ResNetFamily& family, const ParameterLay
 // with the backward scratch: what ResNet allocates and `plan` reports.
 size_t resnet_activation_floats(const ResNetFamily& family, const ParameterLayout& layout, int B,
                                 int slots);
+// Bytes of a stage's bf16 filters (the convolutions' working copy, made once a step) for
+// activations stored as `storage`: laid out as the stage's parameters, so 2 bytes a parameter
+// in bf16, none in fp32.
+size_t resnet_weight_copy_bytes(const ParameterLayout& layout, DType storage);
 
 class ResNet final : public StageModel {
  public:
@@ -72,6 +76,9 @@ class ResNet final : public StageModel {
   float* output_grad() override { return output_grad_; }
   const float* input_grad() const override { return input_grad_; }
   void add_metrics(int slot, const MicroBatch& batch, double* sums) override;
+  // With bf16 activations: the convolutions' bf16 filters (Backend::conv2d_filter), made here
+  // once a step; a forward on other parameters is refused.
+  void prepare_weights(const float* params) override;
 
   const float* logits(int slot) const { return slots_[static_cast<size_t>(slot)].logits; }
 
@@ -95,6 +102,11 @@ class ResNet final : public StageModel {
   };
 
   using Unit = ResNetUnit;
+  // The weight a unit's convolution takes: its bf16 working copy where there is one, else the
+  // fp32 master in params.
+  ConstAct filter(const Unit& u, const float* params) const;
+  template <class F>
+  void for_each_unit(F f) const;
   // Places one slot's activations (and, once, the scratch) from `arena` on; returns the floats
   // used. With a null arena only counts.
   size_t lay_out(float* arena, int slots);
@@ -143,6 +155,8 @@ class ResNet final : public StageModel {
   float *grad_a_ = nullptr, *grad_b_ = nullptr, *grad_c_ = nullptr, *grad_d_ = nullptr,
         *dfeatures_ = nullptr;
   Act dconv_;  // the batch norm's input gradient, in the activations' type
+  Buffer filters16_;                    // bf16 filters at their parameters' offsets, or none
+  const float* filters_of_ = nullptr;  // the params filters16_ was made from
   double* bn_sums_ = nullptr;
   int64_t* correct_ = nullptr;  // backend memory: classifier_correct's two counts
   float *output_grad_ = nullptr, *input_grad_ = nullptr;

@@ -213,6 +213,10 @@ std::vector<BatchField> ResNetFamily::batch_fields(int micro_batch) const {
   return {{"images", DType::F32, {micro_batch, 3, S, S}}, {"labels", DType::I32, {micro_batch}}};
 }
 
+size_t ResNetFamily::weight_copy_bytes(const ParameterLayout& layout) const {
+  return resnet_weight_copy_bytes(layout, activation_storage());
+}
+
 size_t ResNetFamily::activation_bytes(const ParameterLayout& layout, int micro_batch,
                                       int slots) const {
   return sizeof(float) * resnet_activation_floats(*this, layout, micro_batch, slots);

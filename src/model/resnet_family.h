@@ -84,6 +84,7 @@ class ResNetFamily final : public ModelFamily {
   std::string sample_unit() const override { return "images"; }
   int units_per_sample() const override { return 1; }
   DType activation_storage() const override { return policy().storage; }
+  size_t weight_copy_bytes(const ParameterLayout& layout) const override;
   double training_flops_per_sample() const override { return 3.0 * resnet_forward_flops(shape_); }
   size_t activation_bytes(const ParameterLayout& layout, int micro_batch,
                           int slots) const override;

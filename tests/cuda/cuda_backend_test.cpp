@@ -677,7 +677,7 @@ TEST_CASE("bf16 storage: ResNet's convolutions, batch norms, ReLUs and pools on 
   REQUIRE(gpu().activation_dtype() == sg::DType::BF16);
 
   // Convolutions: 3x3 (a transposed filter), 1x1 stride 2 (the same bytes); the weight fp32 (cast
-  // per call) and its bf16 copy (taken as it is).
+  // per call) and its bf16 working copy (conv2d_filter: cuDNN's layout, taken as it is).
   std::vector<sg::Conv2dShape> shapes(2);
   shapes[0].N = 2, shapes[0].H = 9, shapes[0].W = 9, shapes[0].C = 16, shapes[0].K = 16;
   shapes[0].R = shapes[0].S = 3, shapes[0].stride = 1, shapes[0].pad = 1, shapes[0].groups = 1;
@@ -687,7 +687,18 @@ TEST_CASE("bf16 storage: ResNet's convolutions, batch norms, ReLUs and pools on 
     CAPTURE(s.R);
     Twin<uint16_t> x(bf16_bits(random_floats(static_cast<size_t>(s.in_size()), 161)));
     Twin<float> xf(widen_bits(x)), w(random_floats(static_cast<size_t>(s.weight_size()), 162));
-    Twin<uint16_t> w16(bf16_bits(w.cpu_values()));
+    Twin<uint16_t> w16(w.size(), 0);
+    gpu().conv2d_filter(gpu_out(w16), w.g(), s);
+    // The weight rounded, (K, C, R, S) -> (K, R, S, C): the identity for the 1x1 filter.
+    const auto rounded = bf16_bits(w.cpu_values());
+    const auto copy = w16.gpu_values();
+    bool in_krsc = true;
+    for (int k = 0; k < s.K; ++k)
+      for (int c = 0; c < s.C; ++c)
+        for (int rs = 0; rs < s.R * s.S; ++rs)
+          in_krsc = in_krsc && copy[(size_t(k) * s.R * s.S + rs) * s.C + c] ==
+                                   rounded[(size_t(k) * s.C + c) * s.R * s.S + rs];
+    CHECK_MESSAGE(in_krsc, "conv2d_filter: the weight rounded to bf16 in cuDNN's KRSC layout");
     Twin<float> out32(static_cast<size_t>(s.out_size()), 0.0f);
     Twin<uint16_t> out(static_cast<size_t>(s.out_size()), 0), out_w16(out.size(), 0);
     cpu().conv2d_forward(out32.c(), xf.c(), w.c(), s);
@@ -695,6 +706,7 @@ TEST_CASE("bf16 storage: ResNet's convolutions, batch norms, ReLUs and pools on 
     gpu().conv2d_forward(gpu_out(out_w16), gpu_act(x), gpu_act(w16), s);
     check_bf16_against(out, out32.cpu_values(), "conv2d_forward into bf16");
     check_bf16_against(out_w16, out32.cpu_values(), "conv2d_forward with the bf16 weight");
+    CHECK(out_w16.gpu_values() == out.gpu_values());  // the same filter, cast once or per call
     Twin<uint16_t> dy(bf16_bits(random_floats(out.size(), 163)));
     Twin<float> dyf(widen_bits(dy)), dx(x.size(), 9.0f), dw(w.size(), 0.5f);
     Twin<float> dw_only(w.size(), 0.5f);
