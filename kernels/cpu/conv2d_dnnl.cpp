@@ -253,6 +253,15 @@ bool by_winograd_weights(const Conv2dShape& s) {
 bool by_gemm(const Conv2dShape& s) {
   return fp32_kernels(s) && chosen_algorithms().gemm && conv2d_1x1_fits(s);
 }
+// In bf16, the stride-1 1x1 layers run as the linear layers' bf16 products (matmul_bf16.h: the
+// (K, C) weight is the (OC, C) one there, the M = N*H*W pixels the rows): oneDNN 2.6's jit bf16
+// 1x1 convolution took their weight gradient at a few per cent of the AMX peak (ResNet-50,
+// batch 8, ONEDNN_VERBOSE), its brgemm matmul runs them near it (docs/performance.md).
+bool by_bf16_matmul(const Conv2dShape& s) {
+  return chosen_algorithms().bf16 && chosen_algorithms().gemm && conv2d_1x1_fits(s) &&
+         s.stride == 1;
+}
+int pixels(const Conv2dShape& s) { return static_cast<int>(s.out_size() / s.K); }
 bool by_im2col_weights(const Conv2dShape& s) {
   return fp32_kernels(s) && chosen_algorithms().gemm && conv2d_im2col_weights_applies(s);
 }
@@ -277,6 +286,10 @@ bool conv2d_runs_bf16(const Conv2dShape& s) {
 void set_conv_algorithms(const ConvAlgorithms& chosen) { chosen_algorithms() = chosen; }
 
 void conv2d_forward(float* out, const float* inp, const float* weight, const Conv2dShape& s) {
+  if (by_bf16_matmul(s)) {
+    matmul_forward_bf16(out, inp, weight, nullptr, pixels(s), s.C, s.K);
+    return;
+  }
   if (by_winograd(s)) {
     kernels().conv2d_winograd_forward(out, inp, weight, s);
     return;
@@ -354,6 +367,10 @@ void conv2d_backward_weights(float* dweight, const float* dout, const float* inp
 
 void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                      const float* weight, const Conv2dShape& s) {
+  if (by_bf16_matmul(s) && dweight != nullptr) {
+    matmul_backward_bf16(dinp, dweight, nullptr, dout, inp, weight, pixels(s), s.C, s.K);
+    return;
+  }
   if (by_winograd(s)) {
     const KernelTable& k = kernels();
     if (dweight != nullptr) k.conv2d_winograd_backward_weights(dweight, dout, inp, s);
@@ -401,6 +418,9 @@ void require_uniform(ConstAct a, ConstAct b, const char* op) {
 
 void conv2d_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s) {
   require_uniform(out, inp, "conv2d_forward");
+  if (out.bf16() && by_bf16_matmul(s)) {
+    return matmul_forward_bf16(out, inp, weight, nullptr, pixels(s), s.C, s.K);
+  }
   if (!out.bf16()) return conv2d_forward(out.f32(), inp.f32(), widened(weight, s.weight_size(), 4), s);
   if (!conv2d_runs_bf16(s)) {
     const float* w = widened(weight, s.weight_size(), 4);
@@ -426,6 +446,9 @@ void conv2d_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s
 void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp, ConstAct weight,
                      const Conv2dShape& s) {
   if (inp) require_uniform(dout, inp, "conv2d_backward");
+  if (dout.bf16() && by_bf16_matmul(s) && dweight != nullptr) {
+    return matmul_backward_bf16(dinp, dweight, nullptr, dout, inp, weight, pixels(s), s.C, s.K);
+  }
   const auto w32 = [&] { return weight ? widened(weight, s.weight_size(), 4) : nullptr; };
   if (!dout.bf16()) return conv2d_backward(dinp, dweight, dout.f32(), inp.f32(), w32(), s);
   if (!conv2d_runs_bf16(s)) {

@@ -177,9 +177,10 @@ TEST_CASE("pooling and the images' transpose on bf16 activations") {
 }
 
 TEST_CASE("convolutions on bf16 activations: the bf16 convolution of fp32 tensors, rounded") {
-  // Each layer kind the CPU routes differently under bf16: oneDNN's bf16 primitives (3x3 and
-  // 1x1 stride 1, blocked or NHWC), the strided 1x1 whose weight gradient stays the fp32 product,
-  // the stem's 3 channels (no bf16 kernel: the fp32 kernels on widened copies).
+  // Each layer kind the CPU routes differently under bf16: oneDNN's bf16 primitives (3x3,
+  // blocked or NHWC), the strided 1x1 whose weight gradient stays the fp32 product, the stride-1
+  // 1x1 as the linear layers' bf16 product, the stem's 3 channels (no bf16 kernel on some CPUs:
+  // the fp32 kernels on widened copies).
   struct Case {
     const char* name;
     sg::Conv2dShape s;
@@ -194,6 +195,9 @@ TEST_CASE("convolutions on bf16 activations: the bf16 convolution of fp32 tensor
   sg::Conv2dShape p1 = c3;
   p1.R = p1.S = 1, p1.pad = 0, p1.stride = 2;
   cases.push_back({"1x1 stride 2", p1});
+  sg::Conv2dShape m1 = p1;
+  m1.stride = 1;
+  cases.push_back({"1x1", m1});  // the bf16 product (matmul_bf16.h)
   sg::Conv2dShape stem;
   stem.N = 2, stem.H = stem.W = 20, stem.C = 3, stem.K = 16, stem.R = stem.S = 7;
   stem.stride = 2, stem.pad = 3;
@@ -205,7 +209,9 @@ TEST_CASE("convolutions on bf16 activations: the bf16 convolution of fp32 tensor
     const std::string name = c.name;
     CAPTURE(name);
     const sg::Conv2dShape& s = c.s;
-    const std::string path = sg::cpu::conv2d_runs_bf16(s) ? "oneDNN bf16" : "fp32 kernels";
+    const std::string path = s.R == 1 && s.stride == 1 ? "bf16 product"
+                             : sg::cpu::conv2d_runs_bf16(s) ? "oneDNN bf16"
+                                                            : "fp32 kernels";
     MESSAGE("layer " << name << ": " << path);
     const Values x(static_cast<size_t>(s.in_size()), 31), dy(static_cast<size_t>(s.out_size()), 32);
     const auto w = random_floats(static_cast<size_t>(s.weight_size()), 33, -0.2f, 0.2f);
