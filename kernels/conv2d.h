@@ -78,11 +78,12 @@ void conv2d_im2col_backward_weights(float* dweight, const float* dout, const flo
 // layout, their activations reordered in and out around each call, or on the NHWC tensors as
 // they are: by_isa picks per shape by a fixed rule for the instruction set oneDNN runs
 // (conv2d_dnnl.cpp); tests and benchmarks may force one.
-// bf16 (train.precision: bf16): the stride-1 1x1 layers as the linear layers' bf16 products
-// (kernels/matmul_bf16.h), every other layer on oneDNN's direct kernels with bf16 sources,
-// weights and output gradients, results and weight gradients fp32 (Winograd and the fp32
-// products are not used), except the strided 1x1 weight gradients that oneDNN 2.6 gets wrong at
-// few channels (conv2d_dnnl.cpp), which stay fp32 products.
+// bf16 (train.precision: bf16): the 1x1 layers as the linear layers' bf16 products
+// (kernels/matmul_bf16.h; a strided layer's input pixels gathered first), every other layer on
+// oneDNN's direct kernels with bf16 sources, weights and output gradients, results and weight
+// gradients fp32 (Winograd and the fp32 products are not used). SINGULARITY_CONV=direct or
+// winograd (no `gemm`) keeps the 1x1 layers on oneDNN too, except the strided 1x1 weight
+// gradients that oneDNN 2.6 gets wrong at few channels (conv2d_dnnl.cpp), fp32 products.
 enum class SpatialLayout { by_isa, blocked, nhwc };
 struct ConvAlgorithms {
   bool winograd = true;

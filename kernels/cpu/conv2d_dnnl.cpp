@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -253,15 +254,77 @@ bool by_winograd_weights(const Conv2dShape& s) {
 bool by_gemm(const Conv2dShape& s) {
   return fp32_kernels(s) && chosen_algorithms().gemm && conv2d_1x1_fits(s);
 }
-// In bf16, the stride-1 1x1 layers run as the linear layers' bf16 products (matmul_bf16.h: the
-// (K, C) weight is the (OC, C) one there, the M = N*H*W pixels the rows): oneDNN 2.6's jit bf16
-// 1x1 convolution took their weight gradient at a few per cent of the AMX peak (ResNet-50,
-// batch 8, ONEDNN_VERBOSE), its brgemm matmul runs them near it (docs/performance.md).
+// In bf16, the 1x1 layers run as the linear layers' bf16 products (matmul_bf16.h: the (K, C)
+// weight is the (OC, C) one there, the M = N*P*Q output pixels the rows; a strided layer's
+// input pixels under them gathered first, and its input gradient scattered back): oneDNN 2.6's
+// jit bf16 1x1 convolution took their weight gradient at a few per cent of the AMX peak
+// (ResNet-50, batch 8, ONEDNN_VERBOSE), its brgemm matmul runs them near it
+// (docs/performance.md).
 bool by_bf16_matmul(const Conv2dShape& s) {
-  return chosen_algorithms().bf16 && chosen_algorithms().gemm && conv2d_1x1_fits(s) &&
-         s.stride == 1;
+  return chosen_algorithms().bf16 && chosen_algorithms().gemm && conv2d_1x1_fits(s);
 }
 int pixels(const Conv2dShape& s) { return static_cast<int>(s.out_size() / s.K); }
+
+// x's pixels under the outputs of a 1x1 layer, (M, C) in x's type: x itself at stride 1, else
+// gathered into an area of their own.
+ConstAct product_rows(ConstAct x, const Conv2dShape& s) {
+  if (s.stride == 1) return x;
+  static std::vector<char> area;
+  const size_t e = dtype_size(x.dtype), row = e * static_cast<size_t>(s.C);
+  const int P = s.P(), Q = s.Q();
+  const size_t bytes = row * static_cast<size_t>(pixels(s));
+  if (area.size() < bytes) area.resize(bytes);
+  const char* from = static_cast<const char*>(x.data);
+  char* to = area.data();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int n = 0; n < s.N; ++n) {
+    for (int p = 0; p < P; ++p) {
+      for (int q = 0; q < Q; ++q) {
+        const long in = (static_cast<long>(n) * s.H + p * s.stride) * s.W + q * s.stride;
+        const long out = (static_cast<long>(n) * P + p) * Q + q;
+        std::memcpy(to + out * row, from + in * row, row);
+      }
+    }
+  }
+  return {area.data(), x.dtype};
+}
+
+void conv1x1_bf16_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s) {
+  matmul_forward_bf16(out, product_rows(inp, s), weight, nullptr, pixels(s), s.C, s.K);
+}
+
+// dinp = the rows' gradient at the pixels the outputs read, 0 elsewhere; dweight +=.
+void conv1x1_bf16_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp,
+                           ConstAct weight, const Conv2dShape& s) {
+  static std::vector<float> rows_grad;
+  const long M = pixels(s);
+  float* dx = dinp;
+  if (dinp != nullptr && s.stride > 1) {
+    const size_t n = static_cast<size_t>(M) * s.C;
+    if (rows_grad.size() < n) rows_grad.resize(n);
+    dx = rows_grad.data();
+  }
+  matmul_backward_bf16(dx, dweight, nullptr, dout, product_rows(inp, s), weight,
+                       static_cast<int>(M), s.C, s.K);
+  if (dx == dinp) return;
+  const int P = s.P(), Q = s.Q();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int n = 0; n < s.N; ++n) {
+    for (int h = 0; h < s.H; ++h) {
+      for (int w = 0; w < s.W; ++w) {
+        float* d = dinp + ((static_cast<long>(n) * s.H + h) * s.W + w) * s.C;
+        const bool read = h % s.stride == 0 && w % s.stride == 0 && h / s.stride < P &&
+                          w / s.stride < Q;
+        if (!read) {
+          std::fill(d, d + s.C, 0.0f);
+          continue;
+        }
+        const float* g = dx + ((static_cast<long>(n) * P + h / s.stride) * Q + w / s.stride) * s.C;
+        std::copy(g, g + s.C, d);
+      }
+    }
+  }
+}
 bool by_im2col_weights(const Conv2dShape& s) {
   return fp32_kernels(s) && chosen_algorithms().gemm && conv2d_im2col_weights_applies(s);
 }
@@ -286,10 +349,7 @@ bool conv2d_runs_bf16(const Conv2dShape& s) {
 void set_conv_algorithms(const ConvAlgorithms& chosen) { chosen_algorithms() = chosen; }
 
 void conv2d_forward(float* out, const float* inp, const float* weight, const Conv2dShape& s) {
-  if (by_bf16_matmul(s)) {
-    matmul_forward_bf16(out, inp, weight, nullptr, pixels(s), s.C, s.K);
-    return;
-  }
+  if (by_bf16_matmul(s)) return conv1x1_bf16_forward(out, inp, weight, s);
   if (by_winograd(s)) {
     kernels().conv2d_winograd_forward(out, inp, weight, s);
     return;
@@ -368,8 +428,7 @@ void conv2d_backward_weights(float* dweight, const float* dout, const float* inp
 void conv2d_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                      const float* weight, const Conv2dShape& s) {
   if (by_bf16_matmul(s) && dweight != nullptr) {
-    matmul_backward_bf16(dinp, dweight, nullptr, dout, inp, weight, pixels(s), s.C, s.K);
-    return;
+    return conv1x1_bf16_backward(dinp, dweight, dout, inp, weight, s);
   }
   if (by_winograd(s)) {
     const KernelTable& k = kernels();
@@ -418,9 +477,7 @@ void require_uniform(ConstAct a, ConstAct b, const char* op) {
 
 void conv2d_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s) {
   require_uniform(out, inp, "conv2d_forward");
-  if (out.bf16() && by_bf16_matmul(s)) {
-    return matmul_forward_bf16(out, inp, weight, nullptr, pixels(s), s.C, s.K);
-  }
+  if (out.bf16() && by_bf16_matmul(s)) return conv1x1_bf16_forward(out, inp, weight, s);
   if (!out.bf16()) return conv2d_forward(out.f32(), inp.f32(), widened(weight, s.weight_size(), 4), s);
   if (!conv2d_runs_bf16(s)) {
     const float* w = widened(weight, s.weight_size(), 4);
@@ -447,7 +504,7 @@ void conv2d_backward(float* dinp, float* dweight, ConstAct dout, ConstAct inp, C
                      const Conv2dShape& s) {
   if (inp) require_uniform(dout, inp, "conv2d_backward");
   if (dout.bf16() && by_bf16_matmul(s) && dweight != nullptr) {
-    return matmul_backward_bf16(dinp, dweight, nullptr, dout, inp, weight, pixels(s), s.C, s.K);
+    return conv1x1_bf16_backward(dinp, dweight, dout, inp, weight, s);
   }
   const auto w32 = [&] { return weight ? widened(weight, s.weight_size(), 4) : nullptr; };
   if (!dout.bf16()) return conv2d_backward(dinp, dweight, dout.f32(), inp.f32(), w32(), s);

@@ -4,7 +4,7 @@
 #   2e-4) and the final validation loss within 1 %, yet the bits differ (the products were bf16);
 # - the tiny ResNet job (SINGULARITY_TEST_DATA's ImageNet sample; skipped without it), 300 steps
 #   of SGD at lr 0.1 on 40 images, a chaotic run where single steps drift apart (up to 60 %
-#   measured) but the means of each 50 steps stay within 20 % (measured 10 % with AMX with the
+#   measured) but the means of each 50 steps stay within 20 % (measured 11 % with AMX with the
 #   activations and filters stored in bf16 too, 9 % before with bf16 products only; 5 % with
 #   oneDNN's bf16 on plain AVX-512, 10 % on AVX2 where the convolutions stay fp32), the final
 #   validation loss within 0.05 and its top-1 within 0.05 (AVX2: 0.99 against 1);

@@ -178,9 +178,9 @@ TEST_CASE("pooling and the images' transpose on bf16 activations") {
 
 TEST_CASE("convolutions on bf16 activations: the bf16 convolution of fp32 tensors, rounded") {
   // Each layer kind the CPU routes differently under bf16: oneDNN's bf16 primitives (3x3,
-  // blocked or NHWC), the strided 1x1 whose weight gradient stays the fp32 product, the stride-1
-  // 1x1 as the linear layers' bf16 product, the stem's 3 channels (no bf16 kernel on some CPUs:
-  // the fp32 kernels on widened copies).
+  // blocked or NHWC), the 1x1 ones as the linear layers' bf16 product (the strided one on its
+  // gathered pixels, its input gradient scattered back), the stem's 3 channels (no bf16 kernel on
+  // some CPUs: the fp32 kernels on widened copies).
   struct Case {
     const char* name;
     sg::Conv2dShape s;
@@ -209,7 +209,7 @@ TEST_CASE("convolutions on bf16 activations: the bf16 convolution of fp32 tensor
     const std::string name = c.name;
     CAPTURE(name);
     const sg::Conv2dShape& s = c.s;
-    const std::string path = s.R == 1 && s.stride == 1 ? "bf16 product"
+    const std::string path = s.R == 1 ? "bf16 product"
                              : sg::cpu::conv2d_runs_bf16(s) ? "oneDNN bf16"
                                                             : "fp32 kernels";
     MESSAGE("layer " << name << ": " << path);
