@@ -62,6 +62,11 @@ void conv2d_1x1_backward_data(float* dinp, const float* dout, const float* weigh
                               const Conv2dShape& s);
 void conv2d_1x1_backward_weights(float* dweight, const float* dout, const float* inp,
                                  const Conv2dShape& s);
+// Their (M, C) rows: x itself at stride 1, else the input pixels under the output pixels
+// gathered (in x's type, fp32 or bf16) into an area of their own; and back, dinp (=) from the
+// rows' gradient, zero at the pixels no output reads.
+ConstAct conv2d_1x1_rows(ConstAct x, const Conv2dShape& s);
+void conv2d_1x1_scatter(float* dinp, const float* rows, const Conv2dShape& s);
 // The weight gradient of a strided spatial layer (stride > 1, a kernel wider than 1x1, ungrouped,
 // at least 16 input channels: conv2d_im2col_weights_applies) as one product over the gathered
 // input windows (kernels/cpu/conv2d_im2col.cpp): conv2d_backward_weights' contract.

@@ -265,32 +265,8 @@ bool by_bf16_matmul(const Conv2dShape& s) {
 }
 int pixels(const Conv2dShape& s) { return static_cast<int>(s.out_size() / s.K); }
 
-// x's pixels under the outputs of a 1x1 layer, (M, C) in x's type: x itself at stride 1, else
-// gathered into an area of their own.
-ConstAct product_rows(ConstAct x, const Conv2dShape& s) {
-  if (s.stride == 1) return x;
-  static std::vector<char> area;
-  const size_t e = dtype_size(x.dtype), row = e * static_cast<size_t>(s.C);
-  const int P = s.P(), Q = s.Q();
-  const size_t bytes = row * static_cast<size_t>(pixels(s));
-  if (area.size() < bytes) area.resize(bytes);
-  const char* from = static_cast<const char*>(x.data);
-  char* to = area.data();
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int n = 0; n < s.N; ++n) {
-    for (int p = 0; p < P; ++p) {
-      for (int q = 0; q < Q; ++q) {
-        const long in = (static_cast<long>(n) * s.H + p * s.stride) * s.W + q * s.stride;
-        const long out = (static_cast<long>(n) * P + p) * Q + q;
-        std::memcpy(to + out * row, from + in * row, row);
-      }
-    }
-  }
-  return {area.data(), x.dtype};
-}
-
 void conv1x1_bf16_forward(Act out, ConstAct inp, ConstAct weight, const Conv2dShape& s) {
-  matmul_forward_bf16(out, product_rows(inp, s), weight, nullptr, pixels(s), s.C, s.K);
+  matmul_forward_bf16(out, conv2d_1x1_rows(inp, s), weight, nullptr, pixels(s), s.C, s.K);
 }
 
 // dinp = the rows' gradient at the pixels the outputs read, 0 elsewhere; dweight +=.
@@ -304,27 +280,11 @@ void conv1x1_bf16_backward(float* dinp, float* dweight, ConstAct dout, ConstAct 
     if (rows_grad.size() < n) rows_grad.resize(n);
     dx = rows_grad.data();
   }
-  matmul_backward_bf16(dx, dweight, nullptr, dout, product_rows(inp, s), weight,
+  matmul_backward_bf16(dx, dweight, nullptr, dout, conv2d_1x1_rows(inp, s), weight,
                        static_cast<int>(M), s.C, s.K);
-  if (dx == dinp) return;
-  const int P = s.P(), Q = s.Q();
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int n = 0; n < s.N; ++n) {
-    for (int h = 0; h < s.H; ++h) {
-      for (int w = 0; w < s.W; ++w) {
-        float* d = dinp + ((static_cast<long>(n) * s.H + h) * s.W + w) * s.C;
-        const bool read = h % s.stride == 0 && w % s.stride == 0 && h / s.stride < P &&
-                          w / s.stride < Q;
-        if (!read) {
-          std::fill(d, d + s.C, 0.0f);
-          continue;
-        }
-        const float* g = dx + ((static_cast<long>(n) * P + h / s.stride) * Q + w / s.stride) * s.C;
-        std::copy(g, g + s.C, d);
-      }
-    }
-  }
+  if (dx != dinp) conv2d_1x1_scatter(dinp, dx, s);
 }
+
 bool by_im2col_weights(const Conv2dShape& s) {
   return fp32_kernels(s) && chosen_algorithms().gemm && conv2d_im2col_weights_applies(s);
 }

@@ -16,6 +16,7 @@
 // of the step; alone, with hot caches, the two are level within the machine's noise
 // (docs/performance.md).
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "kernels/conv2d.h"
@@ -36,23 +37,8 @@ float* scratch(size_t floats) {
   return detail::grown(area, floats);
 }
 
-// x as the product's (M, C) left side: itself at stride 1, else the input pixels under the
-// output pixels gathered into scratch.
 const float* product_rows(const float* x, const Conv2dShape& s) {
-  if (s.stride == 1) return x;
-  const int P = s.P(), Q = s.Q();
-  float* sub = scratch(static_cast<size_t>(s.N) * P * Q * s.C);
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int n = 0; n < s.N; ++n) {
-    for (int p = 0; p < P; ++p) {
-      for (int q = 0; q < Q; ++q) {
-        const float* from =
-            x + ((static_cast<long>(n) * s.H + p * s.stride) * s.W + q * s.stride) * s.C;
-        std::copy(from, from + s.C, sub + ((static_cast<long>(n) * P + p) * Q + q) * s.C);
-      }
-    }
-  }
-  return sub;
+  return conv2d_1x1_rows(x, s).f32();
 }
 
 // Which passes take oneDNN's matmul primitive instead of its sgemm: where it ran ahead in three of
@@ -64,6 +50,49 @@ bool matmul_forward_fits(const Conv2dShape& s) { return s.C > s.K; }
 bool matmul_weights_fits(const Conv2dShape& s, long M) { return s.K >= 2 * s.C && M <= 2048; }
 
 }  // namespace
+
+ConstAct conv2d_1x1_rows(ConstAct x, const Conv2dShape& s) {
+  if (s.stride == 1) return x;
+  static std::vector<char> area;  // its own: the products' scratch may hold their result
+  const size_t row = dtype_size(x.dtype) * static_cast<size_t>(s.C);
+  const int P = s.P(), Q = s.Q();
+  const size_t bytes = row * static_cast<size_t>(s.N) * P * Q;
+  if (area.size() < bytes) area.resize(bytes);
+  const char* from = static_cast<const char*>(x.data);
+  char* to = area.data();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int n = 0; n < s.N; ++n) {
+    for (int p = 0; p < P; ++p) {
+      for (int q = 0; q < Q; ++q) {
+        const long in = (static_cast<long>(n) * s.H + p * s.stride) * s.W + q * s.stride;
+        const long out = (static_cast<long>(n) * P + p) * Q + q;
+        std::memcpy(to + out * row, from + in * row, row);
+      }
+    }
+  }
+  return {area.data(), x.dtype};
+}
+
+void conv2d_1x1_scatter(float* dinp, const float* rows, const Conv2dShape& s) {
+  // Every input pixel once: its output pixel's row of the product, or zero where none reads it.
+  const int P = s.P(), Q = s.Q();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int n = 0; n < s.N; ++n) {
+    for (int h = 0; h < s.H; ++h) {
+      const int p = h / s.stride;
+      for (int w = 0; w < s.W; ++w) {
+        const int q = w / s.stride;
+        float* to = dinp + ((static_cast<long>(n) * s.H + h) * s.W + w) * s.C;
+        if (h % s.stride == 0 && w % s.stride == 0 && p < P && q < Q) {
+          const float* from = rows + ((static_cast<long>(n) * P + p) * Q + q) * s.C;
+          std::copy(from, from + s.C, to);
+        } else {
+          std::fill(to, to + s.C, 0.0f);
+        }
+      }
+    }
+  }
+}
 
 bool conv2d_1x1_fits(const Conv2dShape& s) {
   return s.R == 1 && s.S == 1 && s.pad == 0 && s.groups == 1;
@@ -88,24 +117,7 @@ void conv2d_1x1_backward_data(float* dinp, const float* dout, const float* weigh
   }
   float* sub = scratch(static_cast<size_t>(M) * s.C);
   check(onednn_sgemm('N', 'N', M, s.C, s.K, 1.0f, dout, s.K, weight, s.C, 0.0f, sub, s.C));
-  // Every input pixel once: its output pixel's row of the product, or zero where none reads it.
-  const int P = s.P(), Q = s.Q();
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int n = 0; n < s.N; ++n) {
-    for (int h = 0; h < s.H; ++h) {
-      const int p = h / s.stride;
-      for (int w = 0; w < s.W; ++w) {
-        const int q = w / s.stride;
-        float* to = dinp + ((static_cast<long>(n) * s.H + h) * s.W + w) * s.C;
-        if (h % s.stride == 0 && w % s.stride == 0 && p < P && q < Q) {
-          const float* from = sub + ((static_cast<long>(n) * P + p) * Q + q) * s.C;
-          std::copy(from, from + s.C, to);
-        } else {
-          std::fill(to, to + s.C, 0.0f);
-        }
-      }
-    }
-  }
+  conv2d_1x1_scatter(dinp, sub, s);
 }
 
 void conv2d_1x1_backward_weights(float* dweight, const float* dout, const float* inp,

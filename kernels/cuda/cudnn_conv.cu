@@ -250,7 +250,6 @@ void CudnnConv::backward(float* dinp, float* dweight, ConstAct dout, ConstAct in
                                           plan.filter_workspace);
   const size_t workspace_at = layout.add(workspace_bytes);
   unsigned char* scratch = scratch_.get(layout.bytes(), stream_);
-  const float one = 1.0f, zero = 0.0f;
   if (dinp != nullptr) {
     const float* filter = weight.f32();
     if (transpose_weight) {
@@ -258,26 +257,33 @@ void CudnnConv::backward(float* dinp, float* dweight, ConstAct dout, ConstAct in
       filter_kcrs_to_krsc(krsc, filter, s.K, Cg, RS, stream_);
       filter = krsc;
     }
-    SG_CUDNN_CHECK(cudnnConvolutionBackwardData(handle_, &one, plan.w, filter, plan.y, dy,
-                                                plan.backward_data, plan.data_algo,
-                                                scratch + workspace_at, plan.data_workspace,
-                                                &zero, plan.x, dinp));
+    backward_data(plan, filter, dy, dinp, scratch + workspace_at);
   }
   if (plan.transpose) {
     // The gradient in cuDNN's layout (=), then added to ours transposed.
     float* gradient = reinterpret_cast<float*>(scratch + gradient_at);
-    SG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &one, plan.x, x, plan.y, dy,
-                                                  plan.backward_filter, plan.filter_algo,
-                                                  scratch + workspace_at, plan.filter_workspace,
-                                                  &zero, plan.w, gradient));
+    backward_filter(plan, x, dy, 0.0f, gradient, scratch + workspace_at);
     filter_krsc_add_to_kcrs(dweight, gradient, s.K, Cg, RS, stream_);
   } else {
     // Same bytes in both layouts: cuDNN accumulates into ours (beta = 1).
-    SG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &one, plan.x, x, plan.y, dy,
-                                                  plan.backward_filter, plan.filter_algo,
-                                                  scratch + workspace_at, plan.filter_workspace,
-                                                  &one, plan.w, dweight));
+    backward_filter(plan, x, dy, 1.0f, dweight, scratch + workspace_at);
   }
+}
+
+void CudnnConv::backward_data(const Plan& plan, const void* filter, const void* dy, void* dx,
+                              void* workspace) {
+  const float one = 1.0f, zero = 0.0f;  // fp32 scaling factors for bf16 data too
+  SG_CUDNN_CHECK(cudnnConvolutionBackwardData(handle_, &one, plan.w, filter, plan.y, dy,
+                                              plan.backward_data, plan.data_algo, workspace,
+                                              plan.data_workspace, &zero, plan.x, dx));
+}
+
+void CudnnConv::backward_filter(const Plan& plan, const void* x, const void* dy, float beta,
+                                void* dw, void* workspace) {
+  const float one = 1.0f;
+  SG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &one, plan.x, x, plan.y, dy,
+                                                plan.backward_filter, plan.filter_algo, workspace,
+                                                plan.filter_workspace, &beta, plan.w, dw));
 }
 
 // bf16 activations: cuDNN's backward writes dx and dw in bf16 (cudnn_conv.h), into scratch; our
@@ -298,7 +304,6 @@ void CudnnConv::backward_bf16(float* dinp, float* dweight, ConstAct dout, ConstA
                                           plan.filter_workspace);
   const size_t workspace_at = layout.add(workspace_bytes);
   unsigned char* scratch = scratch_.get(layout.bytes(), stream_);
-  const float one = 1.0f, zero = 0.0f;
   if (dinp != nullptr) {
     const void* filter = weight.data;
     if (filter_copy) {
@@ -307,17 +312,11 @@ void CudnnConv::backward_bf16(float* dinp, float* dweight, ConstAct dout, ConstA
       filter = copy;
     }
     auto* dx = reinterpret_cast<__nv_bfloat16*>(scratch + dx_at);
-    SG_CUDNN_CHECK(cudnnConvolutionBackwardData(handle_, &one, plan.w, filter, plan.y, dy,
-                                                plan.backward_data, plan.data_algo,
-                                                scratch + workspace_at, plan.data_workspace,
-                                                &zero, plan.x, dx));
+    backward_data(plan, filter, dy, dx, scratch + workspace_at);
     cast_from_16bit(dinp, dx, s.in_size(), stream_);
   }
   auto* dw = reinterpret_cast<__nv_bfloat16*>(scratch + dw_at);
-  SG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &one, plan.x, x, plan.y, dy,
-                                                plan.backward_filter, plan.filter_algo,
-                                                scratch + workspace_at, plan.filter_workspace,
-                                                &zero, plan.w, dw));
+  backward_filter(plan, x, dy, 0.0f, dw, scratch + workspace_at);
   // In cuDNN's layout (K, R, S, C/groups); the same bytes as ours where R*S or C/groups is 1,
   // where the kernel's transposition is the identity.
   filter_krsc_add_to_kcrs(dweight, dw, s.K, Cg, RS, stream_);

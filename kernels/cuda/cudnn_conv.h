@@ -95,6 +95,12 @@ class CudnnConv {
   }
   void backward_bf16(float* dinp, float* dweight, ConstAct dout, ConstAct inp, ConstAct weight,
                      const Conv2dShape& s);
+  // cuDNN's two backward passes of a plan, in its types: dx = conv^T(dy, filter) (=), and
+  // dw = beta * dw + conv_w(x, dy).
+  void backward_data(const Plan& plan, const void* filter, const void* dy, void* dx,
+                     void* workspace);
+  void backward_filter(const Plan& plan, const void* x, const void* dy, float beta, void* dw,
+                       void* workspace);
 
   cudaStream_t stream_;
   DeviceScratch& scratch_;
