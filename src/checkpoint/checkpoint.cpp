@@ -119,12 +119,6 @@ void check_resume_path(const std::string& path) {
                  give);
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-  AtomicFileWriter out(path);
-  out.write(text.data(), text.size());
-  out.commit();
-}
-
 void remove_tree(const std::string& path) {
   std::error_code ec;
   fs::remove_all(path, ec);

@@ -9,16 +9,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
-#include "checkpoint/safetensors.h"
 #include "cli/checkpoint_lookup.h"
 #include "cli/commands.h"
 #include "config/load_job_spec.h"
-#include "data/file_io.h"
-#include "model/gpt2_family.h"
-#include "model/resnet_family.h"
-#include "model/weight_formats.h"
+#include "model/model_family.h"
 #include "train/initial_weights.h"
 #include "util/error.h"
 
@@ -100,44 +95,12 @@ void refuse_writing_into_source(const std::string& output, const ExportSource& s
   }
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  AtomicFileWriter out(path);
-  out.write(text.data(), text.size());
-  out.commit();
-}
-
-void write_tensors(const std::string& path, const std::vector<ForeignTensor>& tensors) {
-  std::vector<TensorRef> refs;
-  for (const ForeignTensor& t : tensors) refs.push_back(t.ref());
-  // transformers refuses a safetensors file whose metadata lacks format "pt".
-  write_safetensors(path, refs, {{"format", "pt"}});
-}
-
-void make_directory(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw RunError(dir + ": cannot create the export directory: " + ec.message());
-}
-
-// GPT-2's tokenizer files under the names transformers' GPT2Tokenizer(Fast) reads.
-void copy_tokenizer(const std::string& tokenizer_dir, const std::string& dir, int context) {
-  const std::pair<const char*, const char*> files[] = {{"encoder.json", "vocab.json"},
-                                                       {"vocab.bpe", "merges.txt"}};
-  for (const auto& [ours, theirs] : files) {
-    const fs::path from = fs::path(tokenizer_dir) / ours;
-    if (!fs::is_regular_file(from))
-      throw RunError(from.string() +
-                     ": missing; --tokenizer needs GPT-2's encoder.json and "
-                     "vocab.bpe");
-    std::error_code ec;
-    fs::copy_file(from, fs::path(dir) / theirs, fs::copy_options::overwrite_existing, ec);
-    if (ec) throw RunError(from.string() + ": cannot copy to " + dir + ": " + ec.message());
-  }
-  const nlohmann::json config = {
-      {"tokenizer_class", "GPT2Tokenizer"}, {"model_max_length", context},
-      {"bos_token", "<|endoftext|>"},       {"eos_token", "<|endoftext|>"},
-      {"unk_token", "<|endoftext|>"},       {"add_prefix_space", false}};
-  write_text((fs::path(dir) / "tokenizer_config.json").string(), config.dump(2) + "\n");
+// The families that export `format`, by title ("ResNet"), or "" when none does.
+std::string families_exporting(const std::string& format) {
+  std::string titles;
+  for (const ModelFamilyEntry& entry : model_family_entries())
+    if (entry.weight_format == format) titles += (titles.empty() ? "" : " and ") + std::string(entry.title);
+  return titles;
 }
 
 }  // namespace
@@ -145,48 +108,29 @@ void copy_tokenizer(const std::string& tokenizer_dir, const std::string& dir, in
 int run_export_command(const ExportArguments& args) {
   ExportSource source = is_job_file(args.source) ? read_job_weights(args.source, args.sets)
                                                  : read_checkpoint_weights(args.source, args.sets);
-  const auto* gpt2 = dynamic_cast<const GPT2Family*>(source.family.get());
-  const auto* resnet = dynamic_cast<const ResNetFamily*>(source.family.get());
-  if (args.format == "hf") {
-    if (gpt2 == nullptr)
-      throw SpecError("--format hf exports GPT-2 models, but " + args.source +
-                      " holds model.arch " + source.family->name() + "; use --format torchvision");
-    refuse_writing_into_source(args.dir, source);
-    make_directory(args.dir);
-    const GPT2Shape& shape = gpt2->shape();
-    write_text((fs::path(args.dir) / "config.json").string(), hf_gpt2_config(shape).dump(2) + "\n");
-    write_tensors((fs::path(args.dir) / "model.safetensors").string(),
-                  gpt2_to_hf_tensors(shape, source.params.data()));
-    std::string extra;
-    if (!args.tokenizer_dir.empty()) {
-      copy_tokenizer(args.tokenizer_dir, args.dir, shape.context);
-      extra = ", vocab.json, merges.txt, tokenizer_config.json";
-    }
-    fmt::print("exported {} to {} (Hugging Face GPT-2: config.json, model.safetensors{})\n",
-               source.description, args.dir, extra);
-    return 0;
+  const std::string arch = source.family->name();
+  const ModelFamilyEntry* entry = find_model_family(arch);
+  const std::string own_format = entry ? std::string(entry->weight_format) : std::string();
+  if (args.format != own_format) {
+    const std::string exporters = families_exporting(args.format);
+    std::string formats;
+    for (const ModelFamilyEntry& e : model_family_entries())
+      if (!e.weight_format.empty()) formats += (formats.empty() ? "" : " or ") + std::string(e.weight_format);
+    if (exporters.empty())
+      throw SpecError("--format " + args.format + " is not an export format; use " + formats);
+    throw SpecError("--format " + args.format + " exports " + exporters + " models, but " +
+                    args.source + " holds model.arch " + arch +
+                    (own_format.empty() ? std::string(", which has no export format")
+                                        : "; use --format " + own_format));
   }
-  if (args.format == "torchvision") {
-    if (resnet == nullptr)
-      throw SpecError("--format torchvision exports ResNet models, but " + args.source +
-                      " holds model.arch " + source.family->name() + "; use --format hf");
-    if (!args.tokenizer_dir.empty())
-      throw SpecError("--tokenizer goes with --format hf (GPT-2) only");
-    std::string path = args.dir;
-    refuse_writing_into_source(path, source);
-    if (fs::path(path).extension() != ".safetensors") {
-      make_directory(path);
-      path = (fs::path(path) / "model.safetensors").string();
-    } else if (fs::path(path).has_parent_path()) {
-      make_directory(fs::path(path).parent_path().string());
-    }
-    write_tensors(path, resnet_to_torchvision(source.family->description(), source.params.data(),
-                                              source.buffers.data(), source.step));
-    fmt::print("exported {} to {} (torchvision ResNet-{} state dict)\n", source.description, path,
-               resnet->shape().depth);
-    return 0;
-  }
-  throw SpecError("--format " + args.format + " is not an export format; use hf or torchvision");
+  refuse_writing_into_source(args.dir, source);
+  ExportOptions options;
+  options.step = source.step;
+  options.tokenizer_dir = args.tokenizer_dir;
+  const std::string written = source.family->export_weights(
+      args.dir, source.params.data(), source.buffers.data(), options);
+  fmt::print("exported {} to {}\n", source.description, written);
+  return 0;
 }
 
 }  // namespace sg

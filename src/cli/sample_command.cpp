@@ -9,8 +9,8 @@
 
 #include "cli/checkpoint_lookup.h"
 #include "cli/commands.h"
-#include "model/gpt2_decoder.h"
-#include "model/gpt2_family.h"
+#include "model/model_family.h"
+#include "model/text_decoder.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
@@ -137,34 +137,35 @@ int run_sample_command(const std::string& job_path, const std::vector<std::strin
   const std::vector<Prompt> prompts = read_prompts(args);
   const CheckpointModel loaded = load_checkpoint_model(job_path, sets, args.checkpoint);
   const std::string& path = loaded.path;
-  const auto* gpt2 = dynamic_cast<const GPT2Family*>(loaded.family.get());
-  if (gpt2 == nullptr) {
-    throw SpecError("sample generates text from a GPT-2 checkpoint; " + path + " holds a " +
+  std::unique_ptr<TextDecoder> decoder =
+      loaded.family->make_decoder(*loaded.layout, loaded.params.data());
+  if (!decoder) {
+    throw SpecError("sample generates text from a language model's checkpoint; " + path + " holds a " +
                     loaded.family->name() + " model (use eval for it)");
   }
-  const GPT2Shape& shape = gpt2->shape();
-  const std::optional<Gpt2Tokenizer> tokenizer = text_tokenizer(args.tokenizer_dir, shape.vocab);
+  const int vocab = decoder->vocab();
+  const int context = decoder->context();
+  const std::optional<Gpt2Tokenizer> tokenizer = text_tokenizer(args.tokenizer_dir, vocab);
   // Every prompt is encoded first, so that a bad line fails before any generation.
   std::vector<std::vector<int32_t>> encoded;
-  for (const Prompt& prompt : prompts) encoded.push_back(encode_prompt(prompt, shape.vocab, tokenizer));
+  for (const Prompt& prompt : prompts) encoded.push_back(encode_prompt(prompt, vocab, tokenizer));
 
-  GPT2Decoder decoder(shape, *loaded.layout, loaded.params.data());
   const SamplingOptions options{args.temperature, args.top_k, args.top_p};
   fmt::print("checkpoint {} (step {})\n", path, loaded.state.step);
   double seconds = 0;
   for (size_t p = 0; p < encoded.size(); ++p) {
     std::vector<int32_t> sequence = encoded[p];
     const size_t prompt_length = sequence.size();
-    if (prompt_length > static_cast<size_t>(shape.context)) {
+    if (prompt_length > static_cast<size_t>(context)) {
       fmt::print(stderr,
                  "note: {} has {} tokens, more than model.context {}; the model sees its last "
                  "{}\n",
-                 prompts[p].where, prompt_length, shape.context, std::max(1, shape.context / 2));
+                 prompts[p].where, prompt_length, context, std::max(1, context / 2));
     }
     // Each prompt its own stream, so that its output does not depend on the prompts before it.
     Rng rng(args.seed + p);
     const GenerationTimes times =
-        generate_tokens(decoder, sequence, args.tokens, shape.vocab, options, rng);
+        generate_tokens(*decoder, sequence, args.tokens, options, rng);
     seconds += times.total_seconds;
     if (p > 0) fmt::print("\n");
     std::string prompt_text, generated;

@@ -3,32 +3,48 @@
 // load_job_spec(); everything downstream trusts these values.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "config/model_config.h"
 
 namespace sg {
 
+// model.arch picks the family; its own keys (model.n_layer, model.depth, ...) live in that
+// family's config struct (src/model/<family>_config.h), reached through config() or as<Config>().
+// A spec holds one config per registered family, each with its defaults until set, so switching
+// model.arch (an override, a sweep) starts from that family's defaults.
 struct ModelSpec {
-  std::string arch = "gpt2";  // gpt2 | resnet
-  // gpt2
-  int n_layer = 12;
-  int n_head = 12;
-  int n_embd = 768;
-  int context = 1024;
-  int vocab = 50257;           // padded internally to padded_vocab()
-  float init_std = 0.02f;      // GPT-2 initialisation
-  // resnet
-  int depth = 50;              // 18 | 34 | 50 | 101 | 152, or 10 | 14 (small variants)
-  int width = 64;              // channels of the stem (torchvision: 64)
-  int classes = 1000;
-  int image_size = 224;
-  bool zero_init_residual = false;  // each block's last batch norm starts at scale 0
-  bool sync_bn = false;             // batch statistics over every data-parallel replica
-  double label_smoothing = 0.0;
+  std::string arch = "gpt2";
   // Weights to start from when there is no checkpoint to resume (fresh optimizer, step 0): a
-  // Hugging Face GPT-2 directory, a torchvision .safetensors state dict, or one of our
-  // checkpoints. Empty: the family's initialisation.
+  // Hugging Face directory, a torchvision .safetensors state dict, or one of our checkpoints.
+  // Empty: the family's initialisation.
   std::string init_from;
+
+  ModelSpec();
+  ModelSpec(const ModelSpec& other);
+  ModelSpec& operator=(const ModelSpec& other);
+  ModelSpec(ModelSpec&&) noexcept;
+  ModelSpec& operator=(ModelSpec&&) noexcept;
+  ~ModelSpec();
+
+  // The section of model.arch's family; SpecError naming the known families for another arch.
+  const ModelConfig& config() const;
+  // A family's own section, whatever model.arch says (its keys' accessors use this).
+  template <typename Config>
+  Config& as() {
+    return static_cast<Config&>(config_of(Config::kArch));
+  }
+  template <typename Config>
+  const Config& as() const {
+    return static_cast<const Config&>(config_of(Config::kArch));
+  }
+
+ private:
+  ModelConfig& config_of(std::string_view arch) const;
+  std::vector<std::unique_ptr<ModelConfig>> configs_;  // one per registered family, in its order
 };
 
 struct DataSpec {
@@ -39,7 +55,7 @@ struct DataSpec {
   std::string root;
   int workers = 0;                    // image decoding threads; 0 = auto
   int64_t synthetic_images = 10000;   // synthetic images per epoch (resnet)
-  // synthetic: a random Markov chain over model.vocab tokens, generated from the seed.
+  // synthetic: a random Markov chain over the model's vocabulary, generated from the seed.
   int synthetic_order = 1;            // tokens of context the next-token law depends on
   int synthetic_branching = 4;        // successors with non-negligible probability per state
   int64_t synthetic_train_tokens = 1 << 20;
@@ -66,7 +82,7 @@ struct TrainSpec {
   int steps = 10000;
   int global_batch = 512;          // sequences per optimizer step
   int micro_batch = 8;             // sequences per replica per micro-step
-  int seq_len = 0;                 // 0 = model.context
+  int seq_len = 0;                 // 0 = the model's context
   std::string precision = "fp32";  // fp32 | bf16 | fp16 (fp16 on CUDA only)
   double loss_scale = 0;           // fp16: the first dynamic loss scale (0 = 65536)
   std::string recompute = "none";  // none | selective | full
@@ -127,12 +143,13 @@ struct JobSpec {
 
   std::string source;  // file the spec came from ("<embedded>" for built-in jobs)
 
-  int seq_len() const { return train.seq_len > 0 ? train.seq_len : model.context; }
+  // Tokens per sequence: train.seq_len, or the model's context (0 for a model of images).
+  int seq_len() const { return train.seq_len > 0 ? train.seq_len : model.config().data().context; }
   // Micro-steps each replica runs per optimizer step.
   int grad_accum_steps() const { return global_batch_per_replica() / train.micro_batch; }
   int global_batch_per_replica() const { return train.global_batch / parallel.data; }
   // Vocabulary padded to a multiple of 128 so GEMMs stay aligned and tensor parallelism divides.
-  int padded_vocab() const { return (model.vocab + 127) / 128 * 128; }
+  int padded_vocab() const { return (model.config().data().vocab + 127) / 128 * 128; }
 };
 
 }  // namespace sg

@@ -13,23 +13,12 @@ namespace {
 #define SG_KEY_AUTO(member) \
   JobSpecKey { #member, +[](JobSpec& s) -> decltype(auto) { return (s.member); }, true }
 
-const JobSpecKey kKeys[] = {
+// The keys every job has; a family's own model keys come from the registry (model_config.h)
+// and are listed between model.arch and model.init_from.
+const JobSpecKey kCoreKeys[] = {
     SG_KEY(name),
     SG_KEY(seed),
     SG_KEY(model.arch),
-    SG_KEY(model.n_layer),
-    SG_KEY(model.n_head),
-    SG_KEY(model.n_embd),
-    SG_KEY(model.context),
-    SG_KEY(model.vocab),
-    SG_KEY(model.init_std),
-    SG_KEY(model.depth),
-    SG_KEY(model.width),
-    SG_KEY(model.classes),
-    SG_KEY(model.image_size),
-    SG_KEY(model.zero_init_residual),
-    SG_KEY(model.sync_bn),
-    SG_KEY(model.label_smoothing),
     SG_KEY(model.init_from),
     SG_KEY(data.dataset),
     SG_KEY(data.train),
@@ -87,9 +76,39 @@ const JobSpecKey kKeys[] = {
 #undef SG_KEY
 #undef SG_KEY_AUTO
 
+// The core keys with `family_keys` after model.arch.
+std::vector<JobSpecKey> with_family_keys(std::span<const JobSpecKey> family_keys) {
+  std::vector<JobSpecKey> keys;
+  for (const JobSpecKey& key : kCoreKeys) {
+    keys.push_back(key);
+    if (key.path == "model.arch") keys.insert(keys.end(), family_keys.begin(), family_keys.end());
+  }
+  return keys;
+}
+
+struct KeyTables {
+  std::vector<JobSpecKey> all;  // every family's keys, in registry order
+  std::vector<std::pair<std::string_view, std::vector<JobSpecKey>>> by_arch;
+};
+
+const KeyTables& key_tables() {
+  static const KeyTables tables = [] {
+    KeyTables t;
+    std::vector<JobSpecKey> family_keys;
+    for (const ModelFamilyEntry& entry : model_family_entries()) {
+      std::span<const JobSpecKey> keys = entry.keys();
+      family_keys.insert(family_keys.end(), keys.begin(), keys.end());
+      t.by_arch.emplace_back(entry.arch, with_family_keys(keys));
+    }
+    t.all = with_family_keys(family_keys);
+    return t;
+  }();
+  return tables;
+}
+
 std::vector<std::string_view> section_names() {
   std::vector<std::string_view> names;
-  for (const JobSpecKey& key : kKeys)
+  for (const JobSpecKey& key : kCoreKeys)
     if (!key.section().empty() && std::find(names.begin(), names.end(), key.section()) == names.end())
       names.push_back(key.section());
   return names;
@@ -107,16 +126,22 @@ std::string_view JobSpecKey::leaf() const {
   return dot == std::string_view::npos ? path : path.substr(dot + 1);
 }
 
-std::span<const JobSpecKey> job_spec_keys() { return kKeys; }
+std::span<const JobSpecKey> job_spec_keys() { return key_tables().all; }
+
+std::span<const JobSpecKey> job_spec_keys(std::string_view arch) {
+  for (const auto& [name, keys] : key_tables().by_arch)
+    if (name == arch) return keys;
+  return kCoreKeys;
+}
 
 const JobSpecKey* find_job_spec_key(std::string_view path) {
-  for (const JobSpecKey& key : kKeys)
+  for (const JobSpecKey& key : job_spec_keys())
     if (key.path == path) return &key;
   return nullptr;
 }
 
 bool is_job_spec_section(std::string_view name) {
-  for (const JobSpecKey& key : kKeys)
+  for (const JobSpecKey& key : kCoreKeys)
     if (!name.empty() && key.section() == name) return true;
   return false;
 }
@@ -177,11 +202,11 @@ std::optional<std::string> suggest_job_spec_key(std::string_view path) {
   }
 
   // The leaf spelt right but in the wrong section ("train.lr" -> "optim.lr").
-  for (const JobSpecKey& key : kKeys)
+  for (const JobSpecKey& key : job_spec_keys())
     if (key.leaf() == leaf && key.section() != section) return std::string(key.path);
 
   std::vector<std::string_view> candidates;
-  for (const JobSpecKey& key : kKeys)
+  for (const JobSpecKey& key : job_spec_keys())
     if (key.section() == section) candidates.push_back(key.leaf());
   if (section.empty())
     for (std::string_view name : section_names()) candidates.push_back(name);

@@ -1,7 +1,9 @@
 #pragma once
 // The table of job spec keys: one row per leaf field of JobSpec, named by its YAML path
-// ("optim.lr"). Parsing, overrides, the resolved-spec writer and the tests all walk this one
-// table, so a field added to job_spec.h needs one row here and nothing else drifts.
+// ("optim.lr"), and each model family's rows for its own section (model_config.h). Parsing,
+// overrides, the resolved-spec writer and the tests all walk this one table, so a field added
+// to job_spec.h needs one row here (a family's key, one row in its own table) and nothing else
+// drifts.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -30,8 +32,11 @@ struct JobSpecKey {
   std::string_view leaf() const;     // "lr"
 };
 
-// Every key, in the order job_spec_to_yaml writes them.
+// Every key of every family, in the order job_spec_to_yaml writes them (a family's keys after
+// model.arch, families in registry order).
 std::span<const JobSpecKey> job_spec_keys();
+// The keys of a job whose model.arch is `arch`: the core keys and that family's.
+std::span<const JobSpecKey> job_spec_keys(std::string_view arch);
 
 const JobSpecKey* find_job_spec_key(std::string_view path);
 bool is_job_spec_section(std::string_view name);

@@ -59,7 +59,7 @@ std::string job_spec_to_yaml(const JobSpec& spec) {
   JobSpec copy = spec;  // the accessors hand out mutable references
   std::string out = "# Resolved job spec (every key, defaults included)\n";
   std::string_view section;
-  for (const JobSpecKey& key : job_spec_keys()) {
+  for (const JobSpecKey& key : job_spec_keys(spec.model.arch)) {
     if (key.section() != section) {
       section = key.section();
       out += std::string(section) + ":\n";

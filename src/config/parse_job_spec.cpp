@@ -124,23 +124,80 @@ void apply_override(FlatSpec& flat, const std::string& text) {
   flat.values[path] = LocatedValue{parse_override_value(text.substr(eq + 1), where), where};
 }
 
+std::string family_key_list(std::string_view arch) {
+  std::string list;
+  for (const JobSpecKey& key : job_spec_keys(arch))
+    if (key.section() == "model" && key.path != "model.arch" && key.path != "model.init_from")
+      list += (list.empty() ? "" : ", ") + std::string(key.leaf());
+  return list;
+}
+
+// Every model.* key the user wrote belongs to the family model.arch names, except the keys of
+// the file's own family when an override changed model.arch (`--set model.arch=resnet` on a
+// GPT-2 file): those are left unused. Unused keys are not written to the resolved spec.
+void check_model_keys(FlatSpec& flat, const std::string& arch, const std::string& file_arch,
+                      const std::string& source) {
+  const ModelFamilyEntry* family = find_model_family(arch);
+  if (!family) {
+    auto it = flat.values.find("model.arch");
+    std::vector<std::string_view> names;
+    for (const ModelFamilyEntry& entry : model_family_entries()) names.push_back(entry.arch);
+    auto near = nearest_word(arch, names);
+    throw SpecError(fmt::format("{}: model.arch must be one of {}; got '{}'{}",
+                                it == flat.values.end() ? source : it->second.location,
+                                model_arch_list(), arch,
+                                near ? "; did you mean '" + *near + "'?" : ""));
+  }
+  auto has_key = [](std::string_view family, std::string_view path) {
+    for (const JobSpecKey& key : job_spec_keys(family))
+      if (key.path == path) return true;
+    return false;
+  };
+  for (auto it = flat.values.begin(); it != flat.values.end();) {
+    const auto& [path, value] = *it;
+    if (!path.starts_with("model.") || has_key(arch, path)) {
+      ++it;
+      continue;
+    }
+    if (file_arch != arch && !value.location.starts_with("--set ") && has_key(file_arch, path)) {
+      it = flat.values.erase(it);
+      continue;
+    }
+    std::string owners;
+    for (const ModelFamilyEntry& entry : model_family_entries())
+      for (const JobSpecKey& key : entry.keys())
+        if (key.path == path) owners += (owners.empty() ? "" : " or ") + std::string(entry.arch);
+    throw SpecError(fmt::format("{}: {} is a key of model.arch {}, not of {}; remove it (the "
+                                "keys of {}: {})",
+                                value.location, path, owners, arch, arch, family_key_list(arch)));
+  }
+}
+
 }  // namespace
 
 JobSpec parse_job_spec(const std::string& yaml_text, const std::string& source_name,
                        const std::vector<std::string>& overrides) {
   FlatSpec flat = FlatSpecBuilder(source_name).build(yaml_text);
+  // The file's own model.arch: an override of it leaves the file's keys of that family unused.
+  std::string file_arch = ModelSpec{}.arch;
+  if (auto it = flat.values.find("model.arch"); it != flat.values.end() && it->second.value.IsScalar())
+    file_arch = it->second.value.Scalar();
   for (const std::string& text : overrides) apply_override(flat, text);
 
   JobSpec spec;
-  for (const JobSpecKey& key : job_spec_keys()) {
+  auto convert = [&](const JobSpecKey& key) {
     auto it = flat.values.find(key.path);
-    if (it == flat.values.end()) continue;
+    if (it == flat.values.end()) return;
     try {
       set_job_spec_value(spec, key, it->second.value);
     } catch (const SpecError& e) {
       throw SpecError(it->second.location + ": " + e.what());
     }
-  }
+  };
+  // model.arch first: it says whose keys the rest of the model section are.
+  convert(*find_job_spec_key("model.arch"));
+  check_model_keys(flat, spec.model.arch, file_arch, source_name);
+  for (const JobSpecKey& key : job_spec_keys(spec.model.arch)) convert(key);
   fill_job_spec_defaults(spec);
   spec.source = source_name;
 

@@ -9,22 +9,13 @@
 #include "config/duration.h"
 #include "config/job_spec_keys.h"
 #include "config/load_job_spec.h"
+#include "config/spec_checks.h"
 #include "util/error.h"
 
 namespace sg {
 namespace {
 
-// The multiple of `unit` nearest to `value` (ties upward), never below one unit: the value
-// an error message proposes instead of one that does not divide.
-int64_t nearest_multiple(int64_t value, int64_t unit) {
-  int64_t multiple = (value + unit / 2) / unit * unit;
-  return multiple < unit ? unit : multiple;
-}
-
 // The documented upper bounds of a job's sizes (docs/faults.md).
-constexpr int64_t kMaxLayers = 1024;
-constexpr int64_t kMaxEmbedding = 65536;
-constexpr int64_t kMaxContext = 1 << 20;
 constexpr int64_t kMaxVocab = 1 << 24;
 constexpr int64_t kMaxSyntheticTokens = int64_t{1} << 32;
 
@@ -32,9 +23,9 @@ bool is_shard_dataset(const std::string& dataset) {
   return dataset == "openwebtext" || dataset == "wikipedia" || dataset == "tokens";
 }
 
-class SpecChecker {
+class SpecChecker : private SpecChecks {
  public:
-  SpecChecker(const JobSpec& spec, const KeyLocator& locate) : s_(spec), locate_(locate) {}
+  SpecChecker(const JobSpec& spec, const KeyLocator& locate) : SpecChecks(locate), s_(spec) {}
 
   void check_all() {
     check_name();
@@ -44,42 +35,11 @@ class SpecChecker {
     check_train();
     check_eval_checkpoint_log();
     check_mesh();
+    s_.model.config().validate_split(s_, *this);
+    check_fold();
   }
 
  private:
-  [[noreturn]] void fail(std::initializer_list<std::string_view> keys, const std::string& message) {
-    throw SpecError(locate_(keys) + ": " + message);
-  }
-
-  void at_least(std::string_view key, int64_t value, int64_t min) {
-    if (value < min) fail({key}, fmt::format("{} must be >= {}; got {}", key, min, value));
-  }
-
-  // Upper bounds keep every size inside what the index types (int dimensions in the kernels,
-  // 64-bit element counts) and a machine can hold, so no size overflows or allocates absurdly
-  // before a clear error (the limits: docs/faults.md).
-  void at_most(std::string_view key, int64_t value, int64_t max, std::string_view why) {
-    if (value > max)
-      fail({key}, fmt::format("{} must be <= {}; got {} ({})", key, max, value, why));
-  }
-
-  void one_of(std::string_view key, const std::string& value,
-              const std::vector<std::string_view>& allowed) {
-    for (std::string_view a : allowed)
-      if (value == a) return;
-    auto near = nearest_word(value, allowed);
-    fail({key}, fmt::format("{} must be one of {}; got '{}'{}", key, fmt::join(allowed, ", "),
-                            value, near ? "; did you mean '" + *near + "'?" : ""));
-  }
-
-  // Floats must be finite; `min_inclusive` false means strictly greater than `min`.
-  void float_at_least(std::string_view key, double value, double min, bool min_inclusive) {
-    bool ok = std::isfinite(value) && (min_inclusive ? value >= min : value > min);
-    if (!ok)
-      fail({key}, fmt::format("{} must be {} {}; got {}", key, min_inclusive ? ">=" : ">", min,
-                              value));
-  }
-
   void check_name() {
     const std::string& name = s_.name;
     if (name.empty()) fail({"name"}, "name is empty; give the job a name (it names runs/<name>)");
@@ -95,47 +55,15 @@ class SpecChecker {
                                  name));
   }
 
+  // model.arch names a registered family; the family checks its own keys and how they meet
+  // the other sections (model_config.h).
   void check_model() {
-    const ModelSpec& m = s_.model;
-    one_of("model.arch", m.arch, {"gpt2", "resnet"});
-    if (m.arch == "resnet") {
-      check_resnet();
-      return;
+    if (!find_model_family(s_.model.arch)) {
+      std::vector<std::string_view> names;
+      for (const ModelFamilyEntry& entry : model_family_entries()) names.push_back(entry.arch);
+      one_of("model.arch", s_.model.arch, names);
     }
-    at_least("model.n_layer", m.n_layer, 1);
-    at_least("model.n_head", m.n_head, 1);
-    at_least("model.n_embd", m.n_embd, 1);
-    at_least("model.context", m.context, 1);
-    at_least("model.vocab", m.vocab, 2);
-    at_most("model.n_layer", m.n_layer, kMaxLayers, "a documented limit, far above any GPT");
-    at_most("model.n_embd", m.n_embd, kMaxEmbedding, "4 x n_embd is a kernel dimension");
-    at_most("model.n_head", m.n_head, m.n_embd, "a head needs at least one channel");
-    at_most("model.context", m.context, kMaxContext, "a documented limit");
-    at_most("model.vocab", m.vocab, kMaxVocab, "a documented limit");
-    if (m.n_embd % m.n_head != 0)
-      fail({"model.n_embd", "model.n_head"},
-           fmt::format("model.n_embd {} is not divisible by model.n_head {}; use {}", m.n_embd,
-                       m.n_head, nearest_multiple(m.n_embd, m.n_head)));
-    float_at_least("model.init_std", m.init_std, 0, false);
-  }
-
-  void check_resnet() {
-    const ModelSpec& m = s_.model;
-    const int depth = m.depth;
-    if (depth != 10 && depth != 14 && depth != 18 && depth != 34 && depth != 50 && depth != 101 &&
-        depth != 152)
-      fail({"model.depth"}, fmt::format("model.depth must be 18, 34, 50, 101 or 152 (or 10 or 14, "
-                                        "small variants); got {}",
-                                        depth));
-    at_least("model.width", m.width, 1);
-    at_least("model.classes", m.classes, 2);
-    at_least("model.image_size", m.image_size, 32);
-    at_most("model.width", m.width, 1024, "the widest stage has 32 x width channels");
-    at_most("model.classes", m.classes, 1000000, "a documented limit");
-    at_most("model.image_size", m.image_size, 4096, "a documented limit");
-    if (!(m.label_smoothing >= 0 && m.label_smoothing < 1))
-      fail({"model.label_smoothing"},
-           fmt::format("model.label_smoothing must lie in [0, 1); got {}", m.label_smoothing));
+    s_.model.config().validate(s_, *this);
   }
 
   void check_data() {
@@ -143,13 +71,13 @@ class SpecChecker {
     one_of("data.dataset", d.dataset,
            {"openwebtext", "wikipedia", "tokens", "synthetic", "imagenet"});
     at_least("data.workers", d.workers, 0);
-    const bool images = s_.model.arch == "resnet";
-    if (images) {
+    const ModelData model = s_.model.config().data();
+    if (model.input == ModelInput::Images) {
       if (d.dataset != "imagenet" && d.dataset != "synthetic")
         fail({"data.dataset", "model.arch"},
-             fmt::format("data.dataset {} holds tokens but model.arch resnet reads images; use "
+             fmt::format("data.dataset {} holds tokens but model.arch {} reads images; use "
                          "imagenet or synthetic",
-                         d.dataset));
+                         d.dataset, s_.model.arch));
       if (d.dataset == "imagenet" && d.root.empty())
         fail({"data.root", "data.dataset"},
              "data.dataset imagenet needs data.root: an ILSVRC-2012 tree (train/, val/) or the "
@@ -160,14 +88,15 @@ class SpecChecker {
     }
     if (d.dataset == "imagenet")
       fail({"data.dataset", "model.arch"},
-           "data.dataset imagenet holds images but model.arch gpt2 reads tokens; use model.arch "
-           "resnet, or a token dataset");
+           fmt::format("data.dataset imagenet holds images but model.arch {} reads tokens; use a "
+                       "model of images ({}), or a token dataset",
+                       s_.model.arch, image_model_list()));
     if (is_shard_dataset(d.dataset)) {
-      if (s_.model.vocab > 65536)
+      if (model.vocab > 65536)
         fail({"model.vocab", "data.dataset"},
              fmt::format("model.vocab {} exceeds 65536, but {} shards store uint16 tokens; use a "
                          "vocabulary of at most 65536",
-                         s_.model.vocab, d.dataset));
+                         model.vocab, d.dataset));
       if (d.train.empty())
         fail({"data.train", "data.dataset"},
              fmt::format("data.dataset {} needs data.train, a glob of token shards "
@@ -184,16 +113,16 @@ class SpecChecker {
     at_most("data.synthetic_order", d.synthetic_order, 64,
             "each token's law hashes the tokens before it");
     at_least("data.synthetic_branching", d.synthetic_branching, 1);
-    at_most("model.vocab", s_.model.vocab, 65536, "synthetic tokens are stored in 16 bits");
+    at_most("model.vocab", model.vocab, 65536, "synthetic tokens are stored in 16 bits");
     at_most("data.synthetic_train_tokens", d.synthetic_train_tokens, kMaxSyntheticTokens,
             "synthetic tokens are generated into memory, 2 bytes each");
     at_most("data.synthetic_val_tokens", d.synthetic_val_tokens, kMaxSyntheticTokens,
             "synthetic tokens are generated into memory, 2 bytes each");
-    if (d.synthetic_branching > s_.model.vocab)
+    if (d.synthetic_branching > model.vocab)
       fail({"data.synthetic_branching", "model.vocab"},
            fmt::format("data.synthetic_branching {} exceeds model.vocab {}; a state cannot have "
                        "more successors than there are tokens",
-                       d.synthetic_branching, s_.model.vocab));
+                       d.synthetic_branching, model.vocab));
     // One sequence needs seq_len inputs plus the next token as the last target.
     int64_t one_sequence = int64_t{s_.seq_len()} + 1;
     if (d.synthetic_train_tokens < one_sequence)
@@ -240,15 +169,16 @@ class SpecChecker {
     at_least("train.global_batch", t.global_batch, 1);
     at_least("train.micro_batch", t.micro_batch, 1);
     at_least("train.seq_len", t.seq_len, 0);
-    if (s_.model.arch == "gpt2")
+    const ModelData model = s_.model.config().data();
+    if (model.input == ModelInput::Tokens)
       at_most("train.micro_batch", t.micro_batch, INT32_MAX / s_.seq_len(),
               fmt::format("micro_batch x seq_len ({}) rows must fit a 32-bit kernel dimension",
                           s_.seq_len()));
-    if (t.seq_len > s_.model.context)
+    if (model.input == ModelInput::Tokens && t.seq_len > model.context)
       fail({"train.seq_len", "model.context"},
            fmt::format("train.seq_len {} exceeds model.context {}; use at most {} (or 0 for the "
                        "context length)",
-                       t.seq_len, s_.model.context, s_.model.context));
+                       t.seq_len, model.context, model.context));
     one_of("train.precision", t.precision, {"fp32", "bf16", "fp16"});
     if (t.precision == "fp16" && s_.devices.backend != "cuda")
       fail({"train.precision", "devices.backend"},
@@ -273,10 +203,6 @@ class SpecChecker {
                        "(90m, 2h, 1d) or Slurm's form (HH:MM:SS, D-HH:MM:SS)",
                        t.time_limit));
     at_least("train.max_skipped_steps", t.max_skipped_steps, 1);
-    if (t.recompute == "selective" && s_.model.arch == "resnet")
-      fail({"train.recompute", "model.arch"},
-           "train.recompute selective recomputes a transformer's attention core, which a ResNet "
-           "does not have; use full (each residual block recomputed from its input) or none");
     at_least("parallel.data", s_.parallel.data, 1);
     int64_t unit = int64_t{s_.parallel.data} * t.micro_batch;
     if (t.global_batch % unit != 0)
@@ -317,29 +243,12 @@ class SpecChecker {
       fail({"devices.share_gpus", "devices.backend"},
            "devices.share_gpus shares GPUs between processes and needs devices.backend cuda; "
            "remove it for the CPU backend");
+  }
 
-    const ModelSpec& m = s_.model;
-    if (m.arch == "resnet" && p.tensor > 1)
-      fail({"parallel.tensor", "model.arch"},
-           fmt::format("parallel.tensor {}: a ResNet has no tensor parallelism (its convolutions "
-                       "are not split, and splitting them would move more data than it saves); "
-                       "use parallel.data and parallel.pipeline",
-                       p.tensor));
-    if (m.arch == "gpt2" && m.n_head % p.tensor != 0)
-      fail({"parallel.tensor", "model.n_head"},
-           fmt::format("model.n_head {} is not divisible by parallel.tensor {}; tensor "
-                       "parallelism splits the attention heads",
-                       m.n_head, p.tensor));
-    if (m.arch == "gpt2" && s_.padded_vocab() % p.tensor != 0)
-      fail({"parallel.tensor", "model.vocab"},
-           fmt::format("the padded vocabulary {} is not divisible by parallel.tensor {}; use a "
-                       "power of two",
-                       s_.padded_vocab(), p.tensor));
-    if (m.arch == "gpt2" && p.pipeline > m.n_layer)
-      fail({"parallel.pipeline", "model.n_layer"},
-           fmt::format("parallel.pipeline {} exceeds model.n_layer {}; each stage needs a layer",
-                       p.pipeline, m.n_layer));
-
+  // The mesh folded onto devices.processes (after the model's split was checked).
+  void check_fold() {
+    const ParallelSpec& p = s_.parallel;
+    const DevicesSpec& dev = s_.devices;
     // Each process owns one (tensor, pipeline) coordinate ...
     int64_t model_parallel = int64_t{p.tensor} * p.pipeline;
     if (dev.processes % model_parallel != 0)
@@ -358,16 +267,6 @@ class SpecChecker {
                        nearest_multiple(p.data, data_processes)));
     // Deterministic mode sums replicas in a fixed binary tree whose subtrees are the processes'
     // blocks of replicas (src/parallel/deterministic_reduce.h).
-    if (m.arch == "resnet" && s_.train.deterministic && dev.threads == 0)
-      fail({"train.deterministic", "devices.threads"},
-           "train.deterministic with model.arch resnet needs devices.threads set (the same for "
-           "every layout compared): oneDNN's convolution and batch-norm reductions sum in an "
-           "order that depends on the thread count");
-    if (m.arch == "resnet" && m.sync_bn && s_.train.deterministic)
-      fail({"train.deterministic", "model.sync_bn"},
-           "train.deterministic with model.sync_bn is not supported: synchronised statistics run "
-           "a process's replicas as one batch, whose gradient cannot be summed in the canonical "
-           "replica order; turn one of them off");
     const auto power_of_two = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0; };
     if (s_.train.deterministic &&
         (!power_of_two(data_processes) || !power_of_two(p.data / data_processes)))
@@ -378,8 +277,16 @@ class SpecChecker {
                        data_processes, p.data / data_processes));
   }
 
+  // "resnet": the families whose models read images, for messages.
+  static std::string image_model_list() {
+    std::string list;
+    for (const ModelFamilyEntry& entry : model_family_entries())
+      if (entry.make_config()->data().input == ModelInput::Images)
+        list += (list.empty() ? "" : ", ") + std::string(entry.arch);
+    return list;
+  }
+
   const JobSpec& s_;
-  const KeyLocator& locate_;
 };
 
 }  // namespace

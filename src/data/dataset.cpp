@@ -41,7 +41,7 @@ int image_workers(const JobSpec& spec) {
 }
 
 Dataset open_images(const JobSpec& spec) {
-  const ModelSpec& m = spec.model;
+  const ModelData m = spec.model.config().data();
   Dataset d;
   if (spec.data.dataset == "synthetic") {
     const int64_t n = spec.data.synthetic_images;

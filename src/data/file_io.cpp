@@ -233,4 +233,10 @@ std::string file_xxh3_hex(const std::string& path) {
   return xxh3_hex(file.data(), file.size());
 }
 
+void write_text_file(const std::string& path, const std::string& text) {
+  AtomicFileWriter out(path);
+  out.write(text.data(), text.size());
+  out.commit();
+}
+
 }  // namespace sg

@@ -75,6 +75,9 @@ class AtomicFileWriter {
   void* hash_state_ = nullptr;  // XXH3_state_t, kept opaque so xxhash.h stays out of headers
 };
 
+// A whole text file written through AtomicFileWriter.
+void write_text_file(const std::string& path, const std::string& text);
+
 // fsync a directory so that a rename or unlink inside it survives a crash.
 void fsync_directory(const std::string& dir);
 

@@ -15,17 +15,18 @@ constexpr uint64_t kValStream = 0x76616cULL;        // "val"
 
 TokenSplits open_synthetic(const JobSpec& spec) {
   const DataSpec& d = spec.data;
-  const MarkovChain chain(spec.model.vocab, d.synthetic_order, d.synthetic_branching, spec.seed);
+  const int vocab = spec.model.config().data().vocab;
+  const MarkovChain chain(vocab, d.synthetic_order, d.synthetic_branching, spec.seed);
   const std::string law = fmt::format("Markov chain (vocab {}, order {}, branching {}, seed {})",
-                                      spec.model.vocab, d.synthetic_order,
+                                      vocab, d.synthetic_order,
                                       d.synthetic_branching, spec.seed);
   TokenSplits splits;
   std::vector<uint16_t> val = chain.generate(d.synthetic_val_tokens, spec.seed ^ kValStream);
   splits.best_val_loss = chain.optimal_loss(val);
   splits.train = std::make_unique<InMemoryTokens>(
-      chain.generate(d.synthetic_train_tokens, spec.seed ^ kTrainStream), spec.model.vocab,
+      chain.generate(d.synthetic_train_tokens, spec.seed ^ kTrainStream), vocab,
       "synthetic train: " + law);
-  splits.val = std::make_unique<InMemoryTokens>(std::move(val), spec.model.vocab,
+  splits.val = std::make_unique<InMemoryTokens>(std::move(val), vocab,
                                                 "synthetic val: " + law);
   splits.description = fmt::format(
       "synthetic {}: {} train / {} val tokens; best possible val loss {:.4f}", law,
@@ -37,10 +38,11 @@ TokenSplits open_synthetic(const JobSpec& spec) {
 
 TokenSplits open_token_dataset(const JobSpec& spec) {
   const DataSpec& d = spec.data;
+  const int vocab = spec.model.config().data().vocab;
   const std::string where = spec.source.empty() ? "job spec" : spec.source;
   if (d.dataset == "synthetic") {
-    if (spec.model.vocab > 65536)
-      throw SpecError(where + ": model.vocab " + std::to_string(spec.model.vocab) +
+    if (vocab > 65536)
+      throw SpecError(where + ": model.vocab " + std::to_string(vocab) +
                       " is too large for synthetic data (tokens are uint16, at most 65536)");
     if (d.synthetic_order < 1 || d.synthetic_branching < 1)
       throw SpecError(where + ": data.synthetic_order and data.synthetic_branching must be >= 1");
@@ -54,8 +56,8 @@ TokenSplits open_token_dataset(const JobSpec& spec) {
                     " needs data.train and data.val: globs of token shards made by "
                     "`singularity prepare` (e.g. data/" + d.dataset + "/train_*.bin)");
   TokenSplits splits;
-  splits.train = std::make_unique<ShardedTokens>(d.train, spec.model.vocab);
-  splits.val = std::make_unique<ShardedTokens>(d.val, spec.model.vocab);
+  splits.train = std::make_unique<ShardedTokens>(d.train, vocab);
+  splits.val = std::make_unique<ShardedTokens>(d.val, vocab);
   splits.description = d.dataset + ": train " + splits.train->describe() + ", val " +
                        splits.val->describe();
   return splits;

@@ -10,9 +10,9 @@
 //
 // Beyond the context: absolute position embeddings tie every cached key to its position, so a
 // window cannot slide by one position without recomputing all of it. When the cache is full,
-// generate_tokens rebuilds it from the last context/2 tokens (one prefill every context/2 new
-// tokens), so the model always sees between context/2 and context tokens of history and a token
-// still costs one position on average. Within the context the logits are the full model's.
+// generate_tokens (text_decoder.h) rebuilds it from the last context/2 tokens, so the model
+// always sees between context/2 and context tokens of history and a token still costs one
+// position on average. Within the context the logits are the full model's.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -20,12 +20,13 @@
 #include "backend/backend.h"
 #include "model/gpt2_family.h"
 #include "model/parameter_layout.h"
+#include "model/text_decoder.h"
 #include "tensor/buffer.h"
 #include "util/rng.h"
 
 namespace sg {
 
-class GPT2Decoder {
+class GPT2Decoder final : public TextDecoder {
  public:
   // layout: the whole model (unsplit), params: its flat buffer in host memory, kept by the caller
   // for the decoder's lifetime.
@@ -33,13 +34,14 @@ class GPT2Decoder {
 
   // Forgets the cache and runs tokens (1 .. context of them) at positions 0, 1, ...; returns the
   // logits of the last one: (Vp), of which the first V are real tokens.
-  std::span<const float> prefill(std::span<const int32_t> tokens);
+  std::span<const float> prefill(std::span<const int32_t> tokens) override;
   // Runs one more token at position length() and returns its logits (Vp). RunError when the cache
   // is full (length() == context()): call prefill on a shorter window.
-  std::span<const float> step(int32_t token);
+  std::span<const float> step(int32_t token) override;
 
-  int length() const { return length_; }  // positions in the cache
-  int context() const { return shape_.context; }
+  int length() const override { return length_; }
+  int context() const override { return shape_.context; }
+  int vocab() const override { return shape_.vocab; }
 
  private:
   struct Block {  // one block's parameters
@@ -67,40 +69,5 @@ class GPT2Decoder {
   // The cache: per layer K then V, each (T,C) position-major; head h is columns [h*hs, (h+1)*hs).
   float* cache_;
 };
-
-// --- sampling ---------------------------------------------------------------------------------
-
-// What picks the next token. Applied in transformers' order: temperature, then top-k, then top-p.
-struct SamplingOptions {
-  double temperature = 1.0;  // 0: greedy (the other two are then irrelevant)
-  int top_k = 0;             // keep the k most likely tokens; 0: all
-  double top_p = 1.0;        // nucleus: keep the fewest most likely tokens whose mass reaches p
-};
-
-// The most likely token (the first of equal ones, like torch.argmax) among logits (V).
-int32_t greedy_token(std::span<const float> logits);
-
-// The tokens sampling may pick from logits (V) at temperature > 0, most likely first, with their
-// probabilities renormalised over the kept set (summing to 1).
-struct TokenProbability {
-  int32_t token;
-  double probability;
-};
-std::vector<TokenProbability> sampling_candidates(std::span<const float> logits,
-                                                  const SamplingOptions& options);
-
-// The next token from logits (V): greedy at temperature 0, else one draw from
-// sampling_candidates.
-int32_t sample_token(std::span<const float> logits, const SamplingOptions& options, Rng& rng);
-
-// Appends `count` generated tokens to `sequence` (which holds the prompt, at least one token),
-// sliding the window as the header says when it outgrows the context. A prompt longer than the
-// context is cut to its last context/2 tokens, as a full window would be.
-struct GenerationTimes {
-  double prefill_seconds = 0;  // the prompt's pass
-  double total_seconds = 0;    // prompt and every new token
-};
-GenerationTimes generate_tokens(GPT2Decoder& decoder, std::vector<int32_t>& sequence, int count,
-                                int vocab, const SamplingOptions& options, Rng& rng);
 
 }  // namespace sg

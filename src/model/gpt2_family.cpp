@@ -1,5 +1,8 @@
 #include "model/gpt2_family.h"
 
+#include "config/job_spec.h"
+#include "model/gpt2_config.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -115,12 +118,14 @@ std::string GPT2Family::summary() const {
 }
 
 void GPT2Family::check_split(int tensors, int stages) const {
-  if (shape_.n_head % tensors != 0 || shape_.padded_vocab % tensors != 0 ||
-      stages > std::max(1, shape_.n_layer)) {
-    throw SpecError("the model does not split " + std::to_string(tensors) + "-way by tensor and " +
-                    std::to_string(stages) + "-way by pipeline; check parallel.tensor and "
-                    "parallel.pipeline against model.n_head, model.vocab and model.n_layer");
-  }
+  const std::string problem =
+      gpt2_split_problem(shape_.n_head, shape_.padded_vocab, shape_.n_layer, tensors, stages);
+  if (!problem.empty()) throw SpecError(problem);
+}
+
+std::unique_ptr<ModelFamily> GPT2Config::make_family(const JobSpec& spec) const {
+  const GPT2Shape shape{n_layer, n_head, n_embd, context, vocab, spec.padded_vocab()};
+  return std::make_unique<GPT2Family>(shape, spec.seq_len(), init_std);
 }
 
 void GPT2Family::initialize(float* params, float*, const ParameterLayout& layout,

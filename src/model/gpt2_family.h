@@ -100,6 +100,13 @@ class GPT2Family final : public ModelFamily {
   std::string evaluation_summary(double loss, const std::vector<double>& metrics) const override;
   std::unique_ptr<StageModel> make_stage(const ParameterLayout& layout,
                                          const StageContext& context) const override;
+  // Hugging Face's layout, and the text decoder (gpt2_weights.cpp).
+  std::string export_weights(const std::string& path, const float* params, const float* buffers,
+                             const ExportOptions& options) const override;
+  std::string import_weights(const std::string& path, bool directory, float* params,
+                             float* buffers) const override;
+  std::unique_ptr<TextDecoder> make_decoder(const ParameterLayout& layout,
+                                            const float* params) const override;
 
  private:
   GPT2Shape shape_;

@@ -17,11 +17,19 @@
 #include "tensor/dtype.h"
 #include "tensor/micro_batch.h"
 #include "model/parameter_layout.h"
+#include "model/text_decoder.h"
+#include "util/error.h"
 
 namespace sg {
 
 class Backend;
 class Communicator;
+
+// What `export` asks of a family's export_weights besides the weights.
+struct ExportOptions {
+  int64_t step = 0;           // the optimizer step the weights come from
+  std::string tokenizer_dir;  // a tokenizer to ship beside a text model's weights ("" = none)
+};
 class TensorGroup;
 struct JobSpec;
 
@@ -152,6 +160,34 @@ class ModelFamily {
 
   virtual std::unique_ptr<StageModel> make_stage(const ParameterLayout& layout,
                                                  const StageContext& context) const = 0;
+
+  // --- Weights in the family's ecosystem's layout (README "Weights in and out") and text
+  // generation. Each works on the whole (unsharded) model's buffers; the defaults refuse.
+
+  // Writes params and buffers at `path` in the family's format (its registry row's
+  // weight_format); returns what it wrote, for the command's line ("DIR (Hugging Face GPT-2:
+  // config.json, model.safetensors)"). SpecError where options do not apply to it.
+  virtual std::string export_weights(const std::string& path, const float* params,
+                                     const float* buffers, const ExportOptions& options) const {
+    (void)path, (void)params, (void)buffers, (void)options;
+    throw SpecError("model.arch " + name() + " has no export format");
+  }
+  // Reads model.init_from's foreign weights: a Hugging Face style directory (config.json +
+  // model.safetensors, the config checked against the job) or a .safetensors file. Returns what
+  // was read, for the log.
+  virtual std::string import_weights(const std::string& path, bool directory, float* params,
+                                     float* buffers) const {
+    (void)directory, (void)params, (void)buffers;
+    throw SpecError("model.init_from " + path + ": model.arch " + name() +
+                    " reads no foreign weights; give one of our checkpoints");
+  }
+  // A decoder that generates text from `params` (whole model, kept by the caller), or nullptr
+  // where the family does not generate text (`sample` says so).
+  virtual std::unique_ptr<TextDecoder> make_decoder(const ParameterLayout& layout,
+                                                    const float* params) const {
+    (void)layout, (void)params;
+    return nullptr;
+  }
 
   // Where the family's stages run and what they recompute (default: the CPU, nothing).
   // SpecError when the family cannot recompute that way.

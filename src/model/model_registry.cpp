@@ -1,10 +1,8 @@
-// The one place that maps model.arch to a model family (torchtitan's train-spec registry):
-// everything else works through ModelFamily.
+// From a job's model section to its family (model_family.h); the families themselves are
+// listed in model_families.cpp.
 #include "config/job_spec.h"
 #include "backend/backend.h"
-#include "model/gpt2_family.h"
 #include "model/model_family.h"
-#include "model/resnet_family.h"
 #include "util/error.h"
 
 namespace sg {
@@ -16,33 +14,8 @@ Recompute parse_recompute(const std::string& text) {
   throw SpecError("train.recompute must be none, selective or full, not '" + text + "'");
 }
 
-namespace {
-
-std::unique_ptr<ModelFamily> make_family(const JobSpec& spec) {
-  const ModelSpec& m = spec.model;
-  if (m.arch == "gpt2") {
-    const GPT2Shape shape{m.n_layer, m.n_head, m.n_embd, m.context, m.vocab, spec.padded_vocab()};
-    return std::make_unique<GPT2Family>(shape, spec.seq_len(), m.init_std);
-  }
-  if (m.arch == "resnet") {
-    ResNetShape shape;
-    shape.depth = m.depth;
-    shape.width = m.width;
-    shape.classes = m.classes;
-    shape.image_size = m.image_size;
-    shape.zero_init_residual = m.zero_init_residual;
-    shape.sync_bn = m.sync_bn;
-    shape.label_smoothing = static_cast<float>(m.label_smoothing);
-    return std::make_unique<ResNetFamily>(shape);
-  }
-  throw SpecError(spec.source + ": model.arch '" + m.arch + "' is not a model this build knows; "
-                  "use gpt2 or resnet");
-}
-
-}  // namespace
-
 std::unique_ptr<ModelFamily> make_model_family(const JobSpec& spec) {
-  auto family = make_family(spec);
+  auto family = spec.model.config().make_family(spec);
   family->set_activation_policy({spec.devices.backend, parse_recompute(spec.train.recompute),
                                  activation_dtype_for(spec.devices.backend, spec.train.precision)});
   return family;

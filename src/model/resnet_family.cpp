@@ -1,5 +1,7 @@
 #include "model/resnet_family.h"
 
+#include "config/job_spec.h"
+
 #include <cmath>
 
 #include <fmt/format.h>
@@ -39,21 +41,6 @@ double block_flops(const ResidualBlock& b) {
 }
 
 }  // namespace
-
-ResNetPlan resnet_plan(int depth) {
-  switch (depth) {
-    case 10: return {false, {1, 1, 1, 1}};
-    case 14: return {true, {1, 1, 1, 1}};
-    case 18: return {false, {2, 2, 2, 2}};
-    case 34: return {false, {3, 4, 6, 3}};
-    case 50: return {true, {3, 4, 6, 3}};
-    case 101: return {true, {3, 4, 23, 3}};
-    case 152: return {true, {3, 8, 36, 3}};
-    default:
-      throw SpecError("model.depth " + std::to_string(depth) +
-                      " is not a ResNet depth; use 18, 34, 50, 101, 152 (or 10 and 14, small ones)");
-  }
-}
 
 ResNetGraph resnet_graph(const ResNetShape& shape) {
   const ResNetPlan plan = resnet_plan(shape.depth);
@@ -168,16 +155,20 @@ int64_t ResNetFamily::parameter_count() const {
 }
 
 void ResNetFamily::check_split(int tensors, int stages) const {
-  if (tensors > 1) {
-    throw SpecError("parallel.tensor " + std::to_string(tensors) + ": a ResNet has no tensor "
-                    "parallelism (its convolutions are not split); use parallel.data and "
-                    "parallel.pipeline");
-  }
-  if (stages > description_.blocks) {
-    throw SpecError("parallel.pipeline " + std::to_string(stages) + " exceeds the " +
-                    std::to_string(description_.blocks) + " residual blocks of ResNet-" +
-                    std::to_string(shape_.depth) + "; each stage needs a block");
-  }
+  const std::string problem = resnet_split_problem(shape_.depth, tensors, stages);
+  if (!problem.empty()) throw SpecError(problem);
+}
+
+std::unique_ptr<ModelFamily> ResNetConfig::make_family(const JobSpec&) const {
+  ResNetShape shape;
+  shape.depth = depth;
+  shape.width = width;
+  shape.classes = classes;
+  shape.image_size = image_size;
+  shape.zero_init_residual = zero_init_residual;
+  shape.sync_bn = sync_bn;
+  shape.label_smoothing = static_cast<float>(label_smoothing);
+  return std::make_unique<ResNetFamily>(shape);
 }
 
 void ResNetFamily::initialize(float* params, float* buffers, const ParameterLayout& layout,

@@ -15,6 +15,7 @@
 #include "kernels/conv2d.h"
 #include "kernels/pool.h"
 #include "model/model_family.h"
+#include "model/resnet_config.h"
 
 namespace sg {
 
@@ -30,12 +31,6 @@ struct ResNetShape {
   float bn_eps = 1e-5f;
 };
 
-// Residual blocks per layer and the block kind for a depth; SpecError for other depths.
-struct ResNetPlan {
-  bool bottleneck = false;
-  std::vector<int> blocks_per_layer;  // 4 layers
-};
-ResNetPlan resnet_plan(int depth);
 
 // One convolution followed by batch norm: where its tensors are and its shape for a micro-batch.
 struct ConvBn {
@@ -93,6 +88,11 @@ class ResNetFamily final : public ModelFamily {
   std::string evaluation_summary(double loss, const std::vector<double>& metrics) const override;
   std::unique_ptr<StageModel> make_stage(const ParameterLayout& layout,
                                          const StageContext& context) const override;
+  // torchvision's state dict (resnet_weights.cpp).
+  std::string export_weights(const std::string& path, const float* params, const float* buffers,
+                             const ExportOptions& options) const override;
+  std::string import_weights(const std::string& path, bool directory, float* params,
+                             float* buffers) const override;
 
  private:
   ResNetShape shape_;

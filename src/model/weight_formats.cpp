@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint/json_fields.h"
+#include "data/file_io.h"
 #include "model/resnet_family.h"
 #include "util/error.h"
 
@@ -254,39 +256,27 @@ void torchvision_to_resnet(const SafetensorsFile& file, const ModelDescription& 
   }
 }
 
-std::string import_foreign_weights(const ModelFamily& family, const std::string& path,
-                                   bool hugging_face_directory, float* whole_params,
-                                   float* whole_buffers) {
-  const auto* gpt2 = dynamic_cast<const GPT2Family*>(&family);
-  const auto* resnet = dynamic_cast<const ResNetFamily*>(&family);
-  if (hugging_face_directory) {
-    if (gpt2 == nullptr)
-      throw SpecError("model.init_from " + path +
-                      " is a Hugging Face directory, which is read for model.arch gpt2 only, but "
-                      "the job has model.arch " + family.name());
-    const std::string config_path = path + "/config.json";
-    std::ifstream in(config_path, std::ios::binary);
-    if (!in) throw RunError(config_path + ": cannot read");
-    std::stringstream text;
-    text << in.rdbuf();
-    // Nesting bounded before parsing, as for every JSON file read (checkpoint/json_fields.h).
-    const nlohmann::json config =
-        parse_bounded_json(text.str(), config_path, "",
-                           "give the config.json that save_pretrained wrote with the weights");
-    check_hf_gpt2_config(config, gpt2->shape(), config_path);
-    hf_to_gpt2(SafetensorsFile(path + "/model.safetensors"), gpt2->shape(), whole_params);
-    return "Hugging Face GPT-2 " + path;
-  }
-  if (gpt2 != nullptr) {
-    hf_to_gpt2(SafetensorsFile(path), gpt2->shape(), whole_params);
-    return "Hugging Face GPT-2 weights " + path;
-  }
-  if (resnet != nullptr) {
-    torchvision_to_resnet(SafetensorsFile(path), family.description(), whole_params, whole_buffers);
-    return "torchvision state dict " + path;
-  }
-  throw SpecError("model.init_from: model.arch " + family.name() +
-                  " cannot start from a safetensors file; give one of our checkpoints");
+void write_foreign_tensors(const std::string& path, const std::vector<ForeignTensor>& tensors) {
+  std::vector<TensorRef> refs;
+  for (const ForeignTensor& t : tensors) refs.push_back(t.ref());
+  // transformers refuses a safetensors file whose metadata lacks format "pt".
+  write_safetensors(path, refs, {{"format", "pt"}});
+}
+
+void make_export_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw RunError(dir + ": cannot create the export directory: " + ec.message());
+}
+
+nlohmann::json read_config_json(const std::string& config_path) {
+  std::ifstream in(config_path, std::ios::binary);
+  if (!in) throw RunError(config_path + ": cannot read");
+  std::stringstream text;
+  text << in.rdbuf();
+  // Nesting bounded before parsing, as for every JSON file read (checkpoint/json_fields.h).
+  return parse_bounded_json(text.str(), config_path, "",
+                            "give the config.json that save_pretrained wrote with the weights");
 }
 
 }  // namespace sg

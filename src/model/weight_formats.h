@@ -1,8 +1,9 @@
 #pragma once
 // Weights in other tools' layouts (README "Weights in and out"): Hugging Face's GPT-2
 // (transformers.GPT2LMHeadModel) and torchvision's ResNet state dict. Pure conversions between
-// those tensors and the whole (unsharded) flat buffers of our layout; reading and writing the
-// files is the caller's (export_command.cpp, train/initial_weights.cpp).
+// those tensors and the whole (unsharded) flat buffers of our layout. Each family's
+// export_weights / import_weights (gpt2_weights.cpp, resnet_weights.cpp) reads and writes the
+// files with them.
 //
 // GPT-2, ours -> Hugging Face:
 //   wte (Vp, C)                 -> transformer.wte.weight (V, C): the padding rows dropped
@@ -69,13 +70,12 @@ std::vector<ForeignTensor> resnet_to_torchvision(const ModelDescription& descrip
 void torchvision_to_resnet(const SafetensorsFile& file, const ModelDescription& description,
                            float* params, float* buffers);
 
-// model.init_from's foreign weights for any family: a Hugging Face directory (config.json +
-// model.safetensors, its config checked against the job) or a safetensors file, read into the
-// whole (unsharded) parameters and buffers. The family decides the format (GPT-2: Hugging
-// Face's; ResNet: torchvision's); SpecError for a family or source that has none. Returns what
-// was read, for the log.
-std::string import_foreign_weights(const ModelFamily& family, const std::string& path,
-                                   bool hugging_face_directory, float* whole_params,
-                                   float* whole_buffers);
+// Writing an export (the families' export_weights, with data/file_io.h's write_text_file): a
+// safetensors file with the "pt" metadata transformers wants, a directory (RunError saying why
+// not).
+void write_foreign_tensors(const std::string& path, const std::vector<ForeignTensor>& tensors);
+void make_export_directory(const std::string& dir);
+// A Hugging Face config.json, nesting bounded; RunError/SpecError naming the file.
+nlohmann::json read_config_json(const std::string& config_path);
 
 }  // namespace sg

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "checkpoint/checkpoint.h"
-#include "model/weight_formats.h"
+#include "model/model_family.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
 
@@ -84,8 +84,8 @@ std::string load_initial_weights(const std::string& path, const ModelFamily& fam
   const ParameterLayout whole(family.description());
   std::vector<float> whole_params(whole.total(), 0.0f), whole_buffers(whole.buffer_total(), 0.0f);
   const std::string what =
-      import_foreign_weights(family, path, source == WeightSource::kHuggingFace,
-                             whole_params.data(), whole_buffers.data());
+      family.import_weights(path, source == WeightSource::kHuggingFace, whole_params.data(),
+                            whole_buffers.data());
   slice_whole(layout, whole_params, whole_buffers, params, buffers);
   return what;
 }

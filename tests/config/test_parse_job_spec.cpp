@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/gpt2_config.h"
+#include "model/resnet_config.h"
 #include "spec_test_util.h"
 
 using namespace sg;
@@ -59,9 +61,9 @@ TEST_CASE("a full spec reads every key, in block and flow style") {
   JobSpec spec = parse_job_spec(kFullSpec, "full.yaml", {});
   CHECK(spec.name == "gpt2-small");
   CHECK(spec.seed == 42);
-  CHECK(spec.model.n_layer == 4);
-  CHECK(spec.model.n_embd == 128);
-  CHECK(spec.model.init_std == 0.1f);
+  CHECK(spec.model.as<GPT2Config>().n_layer == 4);
+  CHECK(spec.model.as<GPT2Config>().n_embd == 128);
+  CHECK(spec.model.as<GPT2Config>().init_std == 0.1f);
   CHECK(spec.data.dataset == "openwebtext");
   CHECK(spec.data.train == "data/owt/train_*.bin");
   CHECK(spec.data.val == "data/owt/val_*.bin");
@@ -121,7 +123,7 @@ TEST_CASE("round trip through job_spec_to_yaml is bit-exact") {
   spec.optim.weight_decay = 0.1;
   spec.optim.betas = {0.1 + 0.2, std::nextafter(0.95, 1.0)};
   spec.devices.peak_tflops = 1e300 / 7;
-  spec.model.init_std = 1.0f / 3.0f;
+  spec.model.as<GPT2Config>().init_std = 1.0f / 3.0f;
   spec.seed = 18446744073709551615ull;
   spec.data.synthetic_train_tokens = int64_t{1} << 40;
   spec.data.train = "odd \"quoted\" path\\with\ttab";
@@ -141,11 +143,42 @@ TEST_CASE("round trip through job_spec_to_yaml is bit-exact") {
 
 TEST_CASE("round trip writes every key, defaults included") {
   std::string yaml = job_spec_to_yaml(parse_job_spec("", "x.yaml", {}));
-  for (const JobSpecKey& key : job_spec_keys()) {
+  for (const JobSpecKey& key : job_spec_keys("gpt2")) {
     std::string leaf(key.leaf());
     CHECK_MESSAGE(yaml.find(leaf + ":") != std::string::npos, key.path);
   }
   CHECK(yaml.find("log:\n  dir: \"runs/job\"") != std::string::npos);
+  // Only the job's own family's keys: a GPT-2 job has no depth.
+  CHECK(yaml.find("depth:") == std::string::npos);
+}
+
+TEST_CASE("a family's keys belong to its model.arch") {
+  // The resolved spec of a ResNet job carries ResNet's keys, and reads back to the same spec.
+  JobSpec resnet = parse_job_spec(
+      "model: {arch: resnet, depth: 18, label_smoothing: 0.1}\n"
+      "data: {dataset: synthetic}\n", "x.yaml", {});
+  CHECK(resnet.model.as<ResNetConfig>().depth == 18);
+  CHECK(resnet.model.config().data().input == ModelInput::Images);
+  std::string yaml = job_spec_to_yaml(resnet);
+  CHECK(yaml.find("  depth: 18\n") != std::string::npos);
+  CHECK(yaml.find("n_layer:") == std::string::npos);
+  CHECK(sg::test::differing_keys(resnet, parse_job_spec(yaml, "resolved.yaml", {})).empty());
+  // Another family's key is refused where it was written, naming whose key it is.
+  CHECK(sg::test::spec_error("model: {arch: resnet, n_layer: 4}\n")
+            .starts_with("job.yaml:1:23: model.n_layer is a key of model.arch gpt2, not of resnet"));
+  CHECK(sg::test::spec_error("model: {depth: 18}\n", {"model.arch=gpt2"})
+            .starts_with("job.yaml:1:9: model.depth is a key of model.arch resnet, not of gpt2"));
+  // An override of model.arch selects that family's defaults for the rest, and leaves the
+  // file's keys of its own family unused (an override naming one is still refused).
+  JobSpec switched = parse_job_spec("model: {arch: gpt2, n_layer: 4}\n", "x.yaml",
+                                    {"model.arch=resnet", "data.dataset=synthetic"});
+  CHECK(switched.model.as<ResNetConfig>().depth == 50);
+  CHECK(job_spec_to_yaml(switched).find("n_layer") == std::string::npos);
+  CHECK(sg::test::spec_error("", {"model.arch=resnet", "model.n_layer=4"})
+            .starts_with("--set model.n_layer=4: model.n_layer is a key of model.arch gpt2"));
+  CHECK(sg::test::spec_error("", {"model.arch=resnett"})
+            .starts_with("--set model.arch=resnett: model.arch must be one of gpt2, resnet; got "
+                         "'resnett'; did you mean 'resnet'?"));
 }
 
 TEST_CASE("overrides apply after the file, later ones win") {

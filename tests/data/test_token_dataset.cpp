@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "model/gpt2_config.h"
 #include "config/job_spec.h"
 #include "data/markov_chain.h"
 #include "data/token_dataset.h"
@@ -23,7 +24,7 @@ std::vector<int32_t> all_tokens(const TokenSource& s) {
 
 TEST_CASE("synthetic: train and val differ, best loss is the chain's optimum on val") {
   JobSpec spec;
-  spec.model.vocab = 500;
+  spec.model.as<GPT2Config>().vocab = 500;
   spec.data.dataset = "synthetic";
   spec.data.synthetic_train_tokens = 20000;
   spec.data.synthetic_val_tokens = 5000;
@@ -62,7 +63,7 @@ TEST_CASE("shard datasets open the train and val globs with the vocab check") {
   CHECK(all_tokens(*splits.val) == std::vector<int32_t>{7, 8, 9});
   CHECK_FALSE(splits.best_val_loss.has_value());
 
-  spec.model.vocab = 8;
+  spec.model.as<GPT2Config>().vocab = 8;
   TokenSplits small = open_token_dataset(spec);
   std::vector<int32_t> out(3);
   CHECK_THROWS_AS(small.val->read(0, 3, out.data()), RunError);

@@ -88,7 +88,7 @@ TEST_CASE("decoder: generation past the context rebuilds the cache from the last
   const int count = 3 * kShape.context;
   std::vector<int32_t> ours = prompt;
   sg::Rng rng(1);
-  sg::generate_tokens(decoder, ours, count, kShape.vocab, {0.0, 0, 1.0}, rng);
+  sg::generate_tokens(decoder, ours, count, {0.0, 0, 1.0}, rng);
   REQUIRE(ours.size() == prompt.size() + count);
   // The documented rule on the full model: the window starts at w; when a new token would make it
   // longer than the context, it restarts at the last context/2 tokens.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "model/gpt2_config.h"
 #include "cli/sweep_spec.h"
 #include "sweep_test_util.h"
 #include "temp_dir.h"
@@ -43,7 +44,7 @@ TEST_CASE("the grid's product (first key slowest) comes first, then the listed p
   CHECK(s.points[3].spec.train.micro_batch == 8);
   CHECK(s.points[3].spec.train.steps == 100);
   CHECK(s.points[5].spec.train.steps == 50);
-  CHECK(s.points[0].spec.model.n_embd == 128);  // from the embedded quickstart
+  CHECK(s.points[0].spec.model.as<GPT2Config>().n_embd == 128);  // from the embedded quickstart
   CHECK(s.base.empty());
 
   // Named and placed per point; resumed when re-run.
@@ -82,7 +83,7 @@ TEST_CASE("the base job is relative to the sweep file") {
   const SweepSpec s = load_sweep_spec(dir / "sweeps/s.yaml");
   CHECK(s.base == dir / "job.yaml");
   REQUIRE(s.points.size() == 2);
-  CHECK(s.points[1].spec.model.n_embd == 32);
+  CHECK(s.points[1].spec.model.as<GPT2Config>().n_embd == 32);
   CHECK(s.points[1].spec.optim.lr == 2.0);
   CHECK(train_arguments(s, s.points[1]).front() == dir / "job.yaml");
 
