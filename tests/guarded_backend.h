@@ -69,8 +69,8 @@ class GuardedBackend final : public Backend {
   size_t device_memory_peak() override { return peak_; }
   // Accepts every precision and computes in fp32: the tests of what the trainer does around
   // reduced precision (loss scaling) run on the host.
-  void set_precision(const std::string& precision) override { precision_ = precision; }
-  const std::string& precision() const { return precision_; }
+  void set_precision(sg::Precision precision) override { precision_ = precision; }
+  sg::Precision precision() const { return precision_; }
   void convert(Act out, ConstAct inp, long n) override {
     const Unlocked open(*this);
     inner_.convert(out, inp, n);
@@ -370,7 +370,7 @@ class GuardedBackend final : public Backend {
 
  private:
   bool beyond_fp16(const float* x, size_t n) const {
-    if (precision_ != "fp16") return false;
+    if (precision_ != sg::Precision::FP16) return false;
     for (size_t i = 0; i < n; ++i) {
       if (!(std::fabs(x[i]) <= 65504.0f)) return true;
     }
@@ -398,7 +398,7 @@ class GuardedBackend final : public Backend {
   Backend& inner_;
   std::map<void*, size_t> allocations_;
   int open_ = 0;
-  std::string precision_ = "fp32";
+  sg::Precision precision_ = sg::Precision::FP32;
   size_t in_use_ = 0, peak_ = 0;
 };
 

@@ -29,9 +29,9 @@ std::string shape_text(int B, int T, int C, int NH) {
          " HS=" + std::to_string(C / NH);
 }
 
-CudnnAttention::Shape cudnn_shape(int B, int T, int C, int NH, const std::string& precision) {
+CudnnAttention::Shape cudnn_shape(int B, int T, int C, int NH, Precision precision) {
   return {B, T, NH, C / NH,
-          precision == "bf16" ? CudnnAttention::Io::Bf16 : CudnnAttention::Io::Fp16};
+          precision == Precision::BF16 ? CudnnAttention::Io::Bf16 : CudnnAttention::Io::Fp16};
 }
 #else
 constexpr bool kHaveCudnnSdpa = false;
@@ -67,7 +67,7 @@ AttentionOp::~AttentionOp() {
     std::fprintf(stderr,
                  "cuda:%d: warning: %ld attention passes in %s ran on our flash kernels instead "
                  "of cuDNN's fused SDPA (the reason was printed at the first)\n",
-                 device_, fallback_passes_, precision_.c_str());
+                 device_, fallback_passes_, std::string(to_string(precision_)).c_str());
   }
 }
 
@@ -76,7 +76,7 @@ void AttentionOp::say_once(const std::string& message) {
 }
 
 bool AttentionOp::use_cudnn(int B, int T, int C, int NH, bool backward) {
-  if (precision_ == "fp32") {
+  if (precision_ == Precision::FP32) {
     say_once("attention on our flash kernels (train.precision fp32; cuDNN's fused attention "
              "takes bf16 or fp16)");
     return false;
@@ -87,7 +87,7 @@ bool AttentionOp::use_cudnn(int B, int T, int C, int NH, bool backward) {
   const auto which = backward ? CudnnAttention::Pass::Backward : CudnnAttention::Pass::Forward;
   std::string why_not;
   if (cudnn_->prepare(cudnn_shape(B, T, C, NH, precision_), which, &why_not)) {
-    say_once(pass + " through cuDNN's fused SDPA (" + precision_ + ", cudnn-frontend " +
+    say_once(pass + " through cuDNN's fused SDPA (" + std::string(to_string(precision_)) + ", cudnn-frontend " +
              CudnnAttention::frontend_version() + ")");
     return true;
   }
@@ -95,7 +95,7 @@ bool AttentionOp::use_cudnn(int B, int T, int C, int NH, bool backward) {
   // silently without it (gpu-check fails on this line's absence of the SDPA one).
   ++fallback_passes_;
   say_once("warning: " + pass + " on our flash kernels, not cuDNN's fused SDPA, which does not "
-           "take " + shape_text(B, T, C, NH) + " in " + precision_ + " (" + why_not + ")");
+           "take " + shape_text(B, T, C, NH) + " in " + std::string(to_string(precision_)) + " (" + why_not + ")");
   return false;
 #else
   (void)B, (void)T, (void)C, (void)NH, (void)backward;
@@ -110,7 +110,7 @@ void AttentionOp::forward(Act out, float* lse, ConstAct qkv, int B, int T, int C
   if (B <= 0 || T <= 0) return;
 #if SINGULARITY_CUDNN_SDPA
   if (use_cudnn(B, T, C, NH, false)) {
-    if (precision_ == "bf16") {
+    if (precision_ == Precision::BF16) {
       cudnn_forward<__nv_bfloat16>(out, lse, qkv, B, T, C, NH);
     } else {
       cudnn_forward<__half>(out, lse, qkv, B, T, C, NH);
@@ -130,7 +130,7 @@ void AttentionOp::backward(float* dqkv, float* delta, ConstAct dout, ConstAct qk
   if (B <= 0 || T <= 0) return;
 #if SINGULARITY_CUDNN_SDPA
   if (use_cudnn(B, T, C, NH, true)) {
-    if (precision_ == "bf16") {
+    if (precision_ == Precision::BF16) {
       cudnn_backward<__nv_bfloat16>(dqkv, dout, qkv, out, lse, B, T, C, NH);
     } else {
       cudnn_backward<__half>(dqkv, dout, qkv, out, lse, B, T, C, NH);

@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 
+#include "config/spec_enums.h"
 #include "kernels/cuda/device_memory.h"
 #include "tensor/act.h"
 
@@ -35,7 +36,7 @@ class AttentionOp {
   AttentionOp& operator=(const AttentionOp&) = delete;
 
   // train.precision ("fp32", "bf16" or "fp16", checked by the backend).
-  void set_precision(const std::string& precision) { precision_ = precision; }
+  void set_precision(Precision precision) { precision_ = precision; }
 
   void forward(Act out,        // (B, T, C) =
                float* lse,     // (B, NH, T) =
@@ -65,7 +66,7 @@ class AttentionOp {
   cudaStream_t stream_;
   DeviceScratch& scratch_;
   int device_;
-  std::string precision_ = "fp32";
+  Precision precision_ = Precision::FP32;
   // Made on the first reduced-precision call. A shared_ptr, whose deleter is bound where it is
   // made: a module built without cudnn-frontend never makes one and needs no CudnnAttention.
   std::shared_ptr<CudnnAttention> cudnn_;

@@ -168,16 +168,11 @@ void CudaBackend::order_after_comm_stream_collective() {
   comm_collective_pending_ = false;
 }
 
-void CudaBackend::set_precision(const std::string& precision) {
+void CudaBackend::set_precision(Precision precision) {
   using Math = cuda::CublasLtGemm::Math;
-  Math math = Math::Fp32;
-  if (precision == "bf16") {
-    math = Math::Bf16;
-  } else if (precision == "fp16") {
-    math = Math::Fp16;
-  } else if (precision != "fp32") {
-    throw RunError("train.precision " + precision + " is not fp32, bf16 or fp16");
-  }
+  const Math math = precision == Precision::BF16   ? Math::Bf16
+                    : precision == Precision::FP16 ? Math::Fp16
+                                                   : Math::Fp32;
   precision_ = precision;
   gemm_->set_math(math);
   attention_->set_precision(precision);
@@ -187,7 +182,7 @@ void CudaBackend::set_precision(const std::string& precision) {
 cuda::CudnnConv& CudaBackend::conv() {
   if (conv_ == nullptr) {
     conv_ = std::make_unique<cuda::CudnnConv>(compute_, scratch_);
-    conv_->set_reduced_precision(precision_ != "fp32");
+    conv_->set_reduced_precision(precision_ != Precision::FP32);
   }
   return *conv_;
 }
@@ -403,7 +398,7 @@ void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, 
                            compute_);
 }
 AttentionStorage CudaBackend::attention_storage(int B, int T, int NH) const {
-  return attention_storage_for("cuda", B, T, NH);
+  return attention_storage_for(BackendKind::Cuda, B, T, NH);
 }
 void CudaBackend::attention_forward(Act out, float* att, ConstAct qkv, int B, int T, int C,
                                     int NH) {

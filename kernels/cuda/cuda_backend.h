@@ -51,9 +51,9 @@ class CudaBackend final : public Backend {
   // tensor cores: cuBLASLt CUBLAS_COMPUTE_32F_FAST_16BF / _16F, cuDNN's tensor-op math
   // (TF32, or fp16 by down-conversion, as cuDNN picks per convolution), and attention through
   // cuDNN's fused SDPA on 16-bit copies where the module has it (attention_op.h).
-  void set_precision(const std::string& precision) override;
-  const std::string& precision() const { return precision_; }
-  DType activation_dtype() const override { return activation_dtype_for("cuda", precision_); }
+  void set_precision(Precision precision) override;
+  Precision precision() const { return precision_; }
+  DType activation_dtype() const override { return activation_dtype_for(BackendKind::Cuda, precision_); }
   void convert(Act out, ConstAct inp, long n) override;
 
   Device device() const override { return Device::cuda(device_); }
@@ -216,7 +216,7 @@ class CudaBackend final : public Backend {
 
   int device_;
   cudaStream_t compute_ = nullptr, comm_ = nullptr;
-  std::string precision_ = "fp32";
+  Precision precision_ = Precision::FP32;
   size_t memory_peak_ = 0;  // bytes in use on the device, the most seen (cudaMemGetInfo)
   void sample_memory();
   cuda::DeviceScratch scratch_;

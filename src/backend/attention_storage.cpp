@@ -4,17 +4,16 @@
 
 namespace sg {
 
-AttentionStorage attention_storage_for(const std::string& backend, int B, int T, int NH) {
+AttentionStorage attention_storage_for(BackendKind backend, int B, int T, int NH) {
   const size_t heads = static_cast<size_t>(B) * static_cast<size_t>(NH);
   const size_t rows = heads * static_cast<size_t>(T);
-  if (backend == "cuda") return {rows, rows};  // flash kernels: the log-sum-exp, the row deltas
+  if (backend == BackendKind::Cuda) return {rows, rows};  // flash kernels: the log-sum-exp, the row deltas
   return {rows, 0};  // the CPU's blocked kernel: the log-sum-exp (band buffers are per thread)
 }
 
 // Both backends store bf16 activations under bf16 (docs/bf16.md); fp16 keeps fp32 tensors.
-DType activation_dtype_for(const std::string& backend, const std::string& precision) {
-  return (backend == "cpu" || backend == "cuda") && precision == "bf16" ? DType::BF16
-                                                                        : DType::F32;
+DType activation_dtype_for(BackendKind, Precision precision) {
+  return precision == Precision::BF16 ? DType::BF16 : DType::F32;
 }
 
 }  // namespace sg

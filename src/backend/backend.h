@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 
+#include "config/spec_enums.h"
 #include "kernels/conv2d.h"
 #include "kernels/pool.h"
 #include "kernels/update_range.h"
@@ -26,10 +27,10 @@ namespace sg {
 struct AttentionStorage {
   size_t state = 0, scratch = 0;
 };
-// What a backend of this name ("cpu", "cuda") needs, for `plan` (no backend is built there).
-AttentionStorage attention_storage_for(const std::string& backend, int B, int T, int NH);
+// What a backend of this kind needs, for `plan` (no backend is built there).
+AttentionStorage attention_storage_for(BackendKind backend, int B, int T, int NH);
 // activation_dtype() of that backend under train.precision `precision`, for `plan`.
-DType activation_dtype_for(const std::string& backend, const std::string& precision);
+DType activation_dtype_for(BackendKind backend, Precision precision);
 
 class Backend {
  public:
@@ -59,10 +60,10 @@ class Backend {
   virtual void synchronize() = 0;  // waits until every op issued so far is done
 
   // --- precision ------------------------------------------------------------------------
-  // train.precision: "fp32" (every product in fp32), or "bf16" / "fp16": matrix products and
+  // train.precision: fp32 (every product in fp32), or bf16 / fp16: matrix products and
   // convolutions multiply in that type on tensor cores, accumulating in fp32. RunError where the
   // backend cannot.
-  virtual void set_precision(const std::string& precision) = 0;
+  virtual void set_precision(Precision precision) = 0;
   // The type a model stores its activations in under the precision set (docs/bf16.md): BF16
   // where this backend's ops take 16-bit activations for it, else F32 (weights, gradients and
   // optimizer state are fp32 either way).
@@ -270,9 +271,9 @@ class Backend {
 // oneDNN convolutions share scratch areas and per-shape weight buffers between calls.
 Backend& cpu_backend();
 
-// The backend for devices.backend ("cpu" or "cuda"); for cuda, GPU `device` (this process's
+// The backend for devices.backend; for cuda, GPU `device` (this process's
 // local rank, or the device every process shares). RunError when it is not available in this
 // build or on this machine, with what to do.
-Backend& backend_for(const std::string& name, int device = 0);
+Backend& backend_for(BackendKind kind, int device = 0);
 
 }  // namespace sg

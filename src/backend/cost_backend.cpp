@@ -51,11 +51,7 @@ void CostBackend::count(const std::string& name, double bytes, double launches, 
   ++op.calls;
 }
 
-void CostBackend::set_precision(const std::string& precision) {
-  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
-    throw RunError("unknown train.precision '" + precision + "' (fp32, bf16 or fp16)");
-  precision_ = precision;
-}
+void CostBackend::set_precision(Precision precision) { precision_ = precision; }
 
 bool CostBackend::sdpa(int head_size) const {
   return reduced() && head_size % 8 == 0 && head_size <= 128;
@@ -177,7 +173,7 @@ void CostBackend::layernorm_backward(float*, float*, float*, const float*, const
   count("layernorm_backward", F * (4.0 * N * C + 2.0 * N + 5.0 * C), 2);
 }
 AttentionStorage CostBackend::attention_storage(int B, int T, int NH) const {
-  return attention_storage_for("cuda", B, T, NH);
+  return attention_storage_for(BackendKind::Cuda, B, T, NH);
 }
 // fp32: our flash kernel reads qkv, writes out and the log-sum-exp. bf16/fp16: cuDNN's SDPA on
 // 16-bit qkv and out (attention_op.cu): the activations themselves where they are stored in

@@ -60,8 +60,8 @@ class CostBackend final : public Backend {
   void fill(const TensorView& t, double value) override;
   size_t device_memory_peak() override { return peak_; }
   void synchronize() override {}
-  void set_precision(const std::string& precision) override;
-  DType activation_dtype() const override { return activation_dtype_for("cuda", precision_); }
+  void set_precision(Precision precision) override;
+  DType activation_dtype() const override { return activation_dtype_for(BackendKind::Cuda, precision_); }
   void convert(Act out, ConstAct inp, long n) override;
 
   void matmul_forward(Act out, ConstAct inp, ConstAct weight, const float* bias, int N,
@@ -186,11 +186,11 @@ class CostBackend final : public Backend {
              CostKind kind = CostKind::Memory, double flops = 0, bool operands16 = false);
   // The casts a 16-bit GEMM makes of its (operand, elements) not stored in bf16.
   void count_casts(const char* name, std::initializer_list<std::pair<ConstAct, double>> operands);
-  bool reduced() const { return precision_ != "fp32"; }
+  bool reduced() const { return precision_ != Precision::FP32; }
   // Whether attention of head size HS runs through cuDNN's SDPA (kernels/cuda/attention_op.cu).
   bool sdpa(int head_size) const;
 
-  std::string precision_ = "fp32";
+  Precision precision_ = Precision::FP32;
   std::vector<OpCost> ops_;
   std::map<std::string, size_t> index_;
   std::map<const void*, size_t> sizes_;

@@ -170,18 +170,18 @@ class CpuBackend final : public Backend {
   // convolutions on oneDNN's bf16 kernels (kernels/conv2d.h), and the transformer's activations
   // stored in bf16 (activation_dtype; docs/bf16.md); attention's products, the convolutional
   // networks' tensors and everything else stay fp32 on the CPU (docs/performance.md).
-  void set_precision(const std::string& precision) override {
-    if (precision != "fp32" && precision != "bf16") {
-      throw RunError("train.precision " + precision + ": the CPU backend computes in fp32 or "
-                     "bf16; fp16 needs devices.backend: cuda");
+  void set_precision(Precision precision) override {
+    if (precision == Precision::FP16) {
+      throw RunError("train.precision fp16: the CPU backend computes in fp32 or bf16; fp16 "
+                     "needs devices.backend: cuda");
     }
-    bf16_products_ = precision == "bf16";
+    bf16_products_ = precision == Precision::BF16;
     cpu::ConvAlgorithms conv = cpu::conv_algorithms();
     conv.bf16 = bf16_products_;
     cpu::set_conv_algorithms(conv);
   }
   DType activation_dtype() const override {
-    return activation_dtype_for("cpu", bf16_products_ ? "bf16" : "fp32");
+    return activation_dtype_for(BackendKind::Cpu, bf16_products_ ? Precision::BF16 : Precision::FP32);
   }
   void convert(Act out, ConstAct inp, long n) override {
     const ScopedOpTimer timer("convert");
@@ -194,7 +194,7 @@ class CpuBackend final : public Backend {
     }
   }
   AttentionStorage attention_storage(int B, int T, int NH) const override {
-    return attention_storage_for("cpu", B, T, NH);
+    return attention_storage_for(BackendKind::Cpu, B, T, NH);
   }
   void attention_forward(Act out, float* att, ConstAct qkv, int B, int T, int C,
                          int NH) override {
@@ -501,10 +501,8 @@ Backend& cpu_backend() {
   return backend;
 }
 
-Backend& backend_for(const std::string& name, int device) {
-  if (name == "cpu") return cpu_backend();
-  if (name == "cuda") return cuda_backend(device);
-  throw RunError("devices.backend '" + name + "' is not a backend: use cpu or cuda");
+Backend& backend_for(BackendKind kind, int device) {
+  return kind == BackendKind::Cuda ? cuda_backend(device) : cpu_backend();
 }
 
 }  // namespace sg

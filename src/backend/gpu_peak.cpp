@@ -27,8 +27,8 @@ const GpuSheet* find_gpu_sheet(const std::string& key) {
   return nullptr;
 }
 
-double gpu_peak_flops(const CudaDeviceInfo& device, const std::string& precision) {
-  const bool reduced = precision == "bf16" || precision == "fp16";
+double gpu_peak_flops(const CudaDeviceInfo& device, Precision precision) {
+  const bool reduced = precision != Precision::FP32;
   const auto has = [&](const char* s) { return device.name.find(s) != std::string::npos; };
   const char* key = nullptr;
   if (has("H100") || has("H200") || has("GH200")) {

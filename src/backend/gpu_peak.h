@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backend/device.h"
+#include "config/spec_enums.h"
 
 namespace sg {
 
@@ -25,6 +26,6 @@ const GpuSheet* find_gpu_sheet(const std::string& key);
 // The dense peak in FLOP/s for the precision the job computes in (fp32 without TF32, or
 // bf16/fp16 tensor cores), from the device's name and compute capability. 0 when the device is
 // not in the table: the job then says to set devices.peak_tflops.
-double gpu_peak_flops(const CudaDeviceInfo& device, const std::string& precision);
+double gpu_peak_flops(const CudaDeviceInfo& device, Precision precision);
 
 }  // namespace sg

@@ -213,7 +213,9 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
   const bool act16 = family->activation_storage() != DType::F32;
   const std::string storage = act16 ? "bf16 activations, fp32 master weights and state" : "fp32 storage";
   print("memory per process ({}{}):\n",
-        spec.train.precision == "fp32" ? "fp32" : spec.train.precision + " products, " + storage,
+        spec.train.precision == Precision::FP32
+            ? "fp32"
+            : fmt::format("{} products, {}", spec.train.precision, storage),
         mesh_per_process > 1 ? ", the largest tensor x pipeline shard" : "");
   print("  parameters       {}\n", human_bytes(params_bytes));
   if (weight_copy_bytes > 0) {

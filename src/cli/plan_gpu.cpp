@@ -36,10 +36,11 @@ void plan_gpu_estimate(const JobSpec& spec, const ModelFamily& family, const std
   const GpuEfficiency efficiency;
   const StepEstimate step = estimate_step(counted.ops, *sheet, efficiency);
 
-  const bool reduced = spec.train.precision != "fp32";
+  const bool reduced = spec.train.precision != Precision::FP32;
+  const std::string precision(to_string(spec.train.precision));
   // What the family stores in 16 bits on a GPU (docs/bf16.md): its activations, or nothing.
   const bool act16 = family.activation_storage() != DType::F32 &&
-                     activation_dtype_for("cuda", spec.train.precision) != DType::F32;
+                     activation_dtype_for(BackendKind::Cuda, spec.train.precision) != DType::F32;
   const std::string storage = act16 ? "bf16 activations" : "fp32";
   // Whether the products and convolutions multiply a bf16 copy of the weights made once a step
   // (GPT-2's convert, ResNet's conv2d_filter) or cast the fp32 weights per use.
@@ -97,11 +98,11 @@ void plan_gpu_estimate(const JobSpec& spec, const ModelFamily& family, const std
              "on one GPU, {:.0f} {}/s, {:.1f}% MFU of {:.0f} TFLOP/s\n",
              sheet->name, spec.train.precision,
              !reduced ? "fp32 throughout"
-             : act16  ? "products and activations in " + spec.train.precision +
+             : act16  ? "products and activations in " + precision +
                            ", fp32 master weights (" +
                            (weight_copy ? "a bf16 copy a step" : "cast per use") +
                            ") and optimizer state"
-                      : "products in " + spec.train.precision + ", tensors fp32 in memory",
+                      : "products in " + precision + ", tensors fp32 in memory",
              1e3 * step.seconds, samples_on_gpu,
              units > 1 ? fmt::format(" x {}", units) : std::string(), unit, micro_batches,
              micro_batches == 1 ? "" : "es", per_second, unit, 100 * mfu, peak / 1e12);

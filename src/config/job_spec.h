@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/model_config.h"
+#include "config/spec_enums.h"
 
 namespace sg {
 
@@ -48,7 +49,7 @@ struct ModelSpec {
 };
 
 struct DataSpec {
-  std::string dataset = "synthetic";  // openwebtext | wikipedia | tokens | synthetic | imagenet
+  DatasetKind dataset = DatasetKind::Synthetic;
   std::string train;                  // glob of llm.c token shards (not for synthetic)
   std::string val;                    // glob of validation shards (not for synthetic)
   // imagenet: a tree (train/<wnid>/*.JPEG, val/) or the index.json `prepare imagenet` wrote
@@ -63,11 +64,11 @@ struct DataSpec {
 };
 
 struct OptimSpec {
-  std::string name = "adamw";      // adamw | sgd
+  OptimizerKind name = OptimizerKind::AdamW;
   double lr = 6.0e-4;
   double min_lr = 6.0e-5;
   int warmup_steps = 700;
-  std::string decay = "cosine";    // cosine | linear | step | constant
+  LrDecay decay = LrDecay::Cosine;
   int decay_every = 0;             // step decay: multiply by decay_gamma every this many steps
   double decay_gamma = 0.1;
   std::array<double, 2> betas{0.9, 0.95};  // adamw
@@ -83,9 +84,9 @@ struct TrainSpec {
   int global_batch = 512;          // sequences per optimizer step
   int micro_batch = 8;             // sequences per replica per micro-step
   int seq_len = 0;                 // 0 = the model's context
-  std::string precision = "fp32";  // fp32 | bf16 | fp16 (fp16 on CUDA only)
+  Precision precision = Precision::FP32;  // fp16 on CUDA only
   double loss_scale = 0;           // fp16: the first dynamic loss scale (0 = 65536)
-  std::string recompute = "none";  // none | selective | full
+  Recompute recompute = Recompute::None;
   bool deterministic = false;
   // Wall-clock limit of one run ("" = none; "3600", "45m", "2h", "HH:MM:SS", "D-HH:MM:SS"):
   // the run checkpoints and exits 3 before a step would cross it; a resume goes on.
@@ -104,12 +105,12 @@ struct ParallelSpec {
   int data = 1;
   int tensor = 1;
   int pipeline = 1;
-  std::string schedule = "1f1b";  // gpipe | 1f1b
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   int zero = 0;                   // 0 | 1 | 2
 };
 
 struct DevicesSpec {
-  std::string backend = "cpu";  // cpu | cuda
+  BackendKind backend = BackendKind::Cpu;
   int processes = 1;
   int threads = 0;              // 0 = auto (cores / processes on the node)
   double peak_tflops = 0;       // per device, for MFU; 0 = measured/assumed by the backend

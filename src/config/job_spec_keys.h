@@ -17,11 +17,16 @@
 
 namespace sg {
 
-// Accessors return a reference to the field inside a JobSpec; the alternative says its type.
+// Accessors return a reference to the field inside a JobSpec; the alternative says its type
+// (a spec enum's alternative: spec_enums.h, one per enum).
 using JobSpecField = std::variant<int& (*)(JobSpec&), int64_t& (*)(JobSpec&),
                                   uint64_t& (*)(JobSpec&), float& (*)(JobSpec&),
                                   double& (*)(JobSpec&), std::string& (*)(JobSpec&),
-                                  bool& (*)(JobSpec&), std::array<double, 2>& (*)(JobSpec&)>;
+                                  bool& (*)(JobSpec&), std::array<double, 2>& (*)(JobSpec&),
+                                  OptimizerKind& (*)(JobSpec&), LrDecay& (*)(JobSpec&),
+                                  Precision& (*)(JobSpec&), Recompute& (*)(JobSpec&),
+                                  PipelineSchedule& (*)(JobSpec&), BackendKind& (*)(JobSpec&),
+                                  DatasetKind& (*)(JobSpec&)>;
 
 struct JobSpecKey {
   std::string_view path;  // "optim.lr", or "name" for a top-level key

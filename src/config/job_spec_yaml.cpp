@@ -47,6 +47,8 @@ std::string format_value(JobSpec& spec, const JobSpecKey& key) {
           return format_float(field);
         else if constexpr (std::is_same_v<Field, std::string>)
           return quote(field);
+        else if constexpr (SpecEnum<Field>)
+          return quote(std::string(to_string(field)));
         else
           return "[" + format_float(field[0]) + ", " + format_float(field[1]) + "]";
       },

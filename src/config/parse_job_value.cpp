@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <limits>
 #include <type_traits>
 
@@ -91,6 +92,19 @@ std::string to_string(const JobSpecKey& key, const YAML::Node& value) {
   return value.Scalar();
 }
 
+// The same words and message as SpecChecks::one_of (the location is the caller's).
+template <SpecEnum E>
+E to_enum(const JobSpecKey& key, const YAML::Node& value) {
+  const std::string text = value.IsScalar() ? value.Scalar() : std::string{};
+  if (value.IsScalar())
+    if (std::optional<E> parsed = parse_spec_enum<E>(text)) return *parsed;
+  const std::vector<std::string_view> allowed = spec_enum_names<E>();
+  auto near = nearest_word(text, allowed);
+  throw SpecError(fmt::format("{} must be one of {}; got {}{}", key.path, fmt::join(allowed, ", "),
+                              value.IsScalar() ? "'" + text + "'" : describe_yaml_value(value),
+                              near ? "; did you mean '" + *near + "'?" : ""));
+}
+
 std::array<double, 2> to_pair(const JobSpecKey& key, const YAML::Node& value) {
   const char* expected = "a list of 2 floats";
   if (!value.IsSequence()) fail_type(expected, key, value);
@@ -128,6 +142,8 @@ void set_job_spec_value(JobSpec& spec, const JobSpecKey& key, const YAML::Node& 
           field = static_cast<Field>(to_double(key, value, "a float"));
         else if constexpr (std::is_same_v<Field, std::string>)
           field = to_string(key, value);
+        else if constexpr (SpecEnum<Field>)
+          field = to_enum<Field>(key, value);
         else
           field = to_pair(key, value);
       },

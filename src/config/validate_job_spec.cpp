@@ -19,10 +19,6 @@ namespace {
 constexpr int64_t kMaxVocab = 1 << 24;
 constexpr int64_t kMaxSyntheticTokens = int64_t{1} << 32;
 
-bool is_shard_dataset(const std::string& dataset) {
-  return dataset == "openwebtext" || dataset == "wikipedia" || dataset == "tokens";
-}
-
 class SpecChecker : private SpecChecks {
  public:
   SpecChecker(const JobSpec& spec, const KeyLocator& locate) : SpecChecks(locate), s_(spec) {}
@@ -68,17 +64,15 @@ class SpecChecker : private SpecChecks {
 
   void check_data() {
     const DataSpec& d = s_.data;
-    one_of("data.dataset", d.dataset,
-           {"openwebtext", "wikipedia", "tokens", "synthetic", "imagenet"});
     at_least("data.workers", d.workers, 0);
     const ModelData model = s_.model.config().data();
     if (model.input == ModelInput::Images) {
-      if (d.dataset != "imagenet" && d.dataset != "synthetic")
+      if (d.dataset != DatasetKind::ImageNet && d.dataset != DatasetKind::Synthetic)
         fail({"data.dataset", "model.arch"},
              fmt::format("data.dataset {} holds tokens but model.arch {} reads images; use "
                          "imagenet or synthetic",
                          d.dataset, s_.model.arch));
-      if (d.dataset == "imagenet" && d.root.empty())
+      if (d.dataset == DatasetKind::ImageNet && d.root.empty())
         fail({"data.root", "data.dataset"},
              "data.dataset imagenet needs data.root: an ILSVRC-2012 tree (train/, val/) or the "
              "directory `singularity prepare imagenet` wrote");
@@ -86,7 +80,7 @@ class SpecChecker : private SpecChecks {
       at_most("data.synthetic_images", d.synthetic_images, INT32_MAX, "a documented limit");
       return;
     }
-    if (d.dataset == "imagenet")
+    if (d.dataset == DatasetKind::ImageNet)
       fail({"data.dataset", "model.arch"},
            fmt::format("data.dataset imagenet holds images but model.arch {} reads tokens; use a "
                        "model of images ({}), or a token dataset",
@@ -137,15 +131,13 @@ class SpecChecker : private SpecChecks {
 
   void check_optim() {
     const OptimSpec& o = s_.optim;
-    one_of("optim.name", o.name, {"adamw", "sgd"});
     float_at_least("optim.lr", o.lr, 0, false);
     float_at_least("optim.min_lr", o.min_lr, 0, true);
     if (o.min_lr > o.lr)
       fail({"optim.min_lr", "optim.lr"},
            fmt::format("optim.min_lr {} exceeds optim.lr {}; need 0 <= min_lr <= lr", o.min_lr, o.lr));
     at_least("optim.warmup_steps", o.warmup_steps, 0);
-    one_of("optim.decay", o.decay, {"cosine", "linear", "step", "constant"});
-    if (o.decay == "step" && o.decay_every < 1)
+    if (o.decay == LrDecay::Step && o.decay_every < 1)
       fail({"optim.decay_every", "optim.decay"},
            fmt::format("optim.decay step needs optim.decay_every >= 1 (steps between decays); "
                        "got {}",
@@ -179,16 +171,14 @@ class SpecChecker : private SpecChecks {
            fmt::format("train.seq_len {} exceeds model.context {}; use at most {} (or 0 for the "
                        "context length)",
                        t.seq_len, model.context, model.context));
-    one_of("train.precision", t.precision, {"fp32", "bf16", "fp16"});
-    if (t.precision == "fp16" && s_.devices.backend != "cuda")
+    if (t.precision == Precision::FP16 && s_.devices.backend != BackendKind::Cuda)
       fail({"train.precision", "devices.backend"},
            "train.precision fp16 needs devices.backend cuda; the CPU backend computes in fp32 "
            "or bf16");
-    one_of("train.recompute", t.recompute, {"none", "selective", "full"});
     if (t.loss_scale != 0) {
       int exponent = 0;
       const double mantissa = std::frexp(t.loss_scale, &exponent);
-      if (t.precision != "fp16")
+      if (t.precision != Precision::FP16)
         fail({"train.loss_scale", "train.precision"},
              "train.loss_scale is the fp16 loss scale; remove it, or set train.precision: fp16");
       else if (!(t.loss_scale >= 1) || mantissa != 0.5 || t.loss_scale > 0x1p100)
@@ -232,14 +222,12 @@ class SpecChecker : private SpecChecks {
     const DevicesSpec& dev = s_.devices;
     at_least("parallel.tensor", p.tensor, 1);
     at_least("parallel.pipeline", p.pipeline, 1);
-    one_of("parallel.schedule", p.schedule, {"gpipe", "1f1b"});
     if (p.zero < 0 || p.zero > 2)
       fail({"parallel.zero"}, fmt::format("parallel.zero must be 0, 1 or 2; got {}", p.zero));
-    one_of("devices.backend", dev.backend, {"cpu", "cuda"});
     at_least("devices.processes", dev.processes, 1);
     at_least("devices.threads", dev.threads, 0);
     float_at_least("devices.peak_tflops", dev.peak_tflops, 0, true);
-    if (dev.share_gpus && dev.backend != "cuda")
+    if (dev.share_gpus && dev.backend != BackendKind::Cuda)
       fail({"devices.share_gpus", "devices.backend"},
            "devices.share_gpus shares GPUs between processes and needs devices.backend cuda; "
            "remove it for the CPU backend");

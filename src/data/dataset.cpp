@@ -43,7 +43,7 @@ int image_workers(const JobSpec& spec) {
 Dataset open_images(const JobSpec& spec) {
   const ModelData m = spec.model.config().data();
   Dataset d;
-  if (spec.data.dataset == "synthetic") {
+  if (spec.data.dataset == DatasetKind::Synthetic) {
     const int64_t n = spec.data.synthetic_images;
     d.train = std::make_unique<SyntheticImages>(m.classes, m.image_size, n, spec.seed, spec.seed);
     d.val = std::make_unique<SyntheticImages>(m.classes, m.image_size, std::max<int64_t>(1, n / 10),
@@ -79,7 +79,7 @@ Dataset open_dataset(const JobSpec& spec, const std::vector<BatchField>& fields)
   const std::string where = spec.source.empty() ? "job spec" : spec.source;
   if (has_field(fields, "tokens")) return open_tokens(spec);
   if (has_field(fields, "images")) return open_images(spec);
-  throw SpecError(where + ": data.dataset " + spec.data.dataset + " cannot feed model.arch " +
+  throw SpecError(where + ": data.dataset " + std::string(to_string(spec.data.dataset)) + " cannot feed model.arch " +
                   spec.model.arch + "; use a dataset of the model's kind");
 }
 

@@ -40,7 +40,7 @@ TokenSplits open_token_dataset(const JobSpec& spec) {
   const DataSpec& d = spec.data;
   const int vocab = spec.model.config().data().vocab;
   const std::string where = spec.source.empty() ? "job spec" : spec.source;
-  if (d.dataset == "synthetic") {
+  if (d.dataset == DatasetKind::Synthetic) {
     if (vocab > 65536)
       throw SpecError(where + ": model.vocab " + std::to_string(vocab) +
                       " is too large for synthetic data (tokens are uint16, at most 65536)");
@@ -48,17 +48,18 @@ TokenSplits open_token_dataset(const JobSpec& spec) {
       throw SpecError(where + ": data.synthetic_order and data.synthetic_branching must be >= 1");
     return open_synthetic(spec);
   }
-  if (d.dataset != "openwebtext" && d.dataset != "wikipedia" && d.dataset != "tokens")
-    throw SpecError(where + ": data.dataset " + d.dataset +
+  const std::string dataset(to_string(d.dataset));
+  if (!is_shard_dataset(d.dataset))
+    throw SpecError(where + ": data.dataset " + dataset +
                     " is not a token dataset (use openwebtext, wikipedia, tokens or synthetic)");
   if (d.train.empty() || d.val.empty())
-    throw SpecError(where + ": data.dataset " + d.dataset +
+    throw SpecError(where + ": data.dataset " + dataset +
                     " needs data.train and data.val: globs of token shards made by "
-                    "`singularity prepare` (e.g. data/" + d.dataset + "/train_*.bin)");
+                    "`singularity prepare` (e.g. data/" + dataset + "/train_*.bin)");
   TokenSplits splits;
   splits.train = std::make_unique<ShardedTokens>(d.train, vocab);
   splits.val = std::make_unique<ShardedTokens>(d.val, vocab);
-  splits.description = d.dataset + ": train " + splits.train->describe() + ", val " +
+  splits.description = dataset + ": train " + splits.train->describe() + ", val " +
                        splits.val->describe();
   return splits;
 }

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/spec_enums.h"
 #include "tensor/dtype.h"
 #include "tensor/micro_batch.h"
 #include "model/parameter_layout.h"
@@ -86,17 +87,11 @@ class StageModel {
   }
 };
 
-// What a stage recomputes in its backward instead of keeping from the forward (train.recompute):
-// nothing; the attention core (selective: the softmax and its saved log-sum-exp); or each
-// block from its input (full: only the blocks' inputs are kept per micro-batch).
-enum class Recompute { None, Selective, Full };
-Recompute parse_recompute(const std::string& text);  // "none" | "selective" | "full"
-
 // How a family's stages keep activations: the backend they run on (its attention keeps
 // different state), what they recompute and the type they store them in. Set from the job (make_model_family); `plan` and
 // the run then size activations alike.
 struct ActivationPolicy {
-  std::string backend = "cpu";
+  BackendKind backend = BackendKind::Cpu;
   Recompute recompute = Recompute::None;
   DType storage = DType::F32;  // activation_dtype_for(backend, train.precision)
 };

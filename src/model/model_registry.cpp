@@ -7,16 +7,9 @@
 
 namespace sg {
 
-Recompute parse_recompute(const std::string& text) {
-  if (text == "none") return Recompute::None;
-  if (text == "selective") return Recompute::Selective;
-  if (text == "full") return Recompute::Full;
-  throw SpecError("train.recompute must be none, selective or full, not '" + text + "'");
-}
-
 std::unique_ptr<ModelFamily> make_model_family(const JobSpec& spec) {
   auto family = spec.model.config().make_family(spec);
-  family->set_activation_policy({spec.devices.backend, parse_recompute(spec.train.recompute),
+  family->set_activation_policy({spec.devices.backend, spec.train.recompute,
                                  activation_dtype_for(spec.devices.backend, spec.train.precision)});
   return family;
 }

@@ -47,7 +47,7 @@ void ResNetConfig::validate(const JobSpec& spec, const SpecChecks& check) const 
   if (!(label_smoothing >= 0 && label_smoothing < 1))
     check.fail({"model.label_smoothing"},
                fmt::format("model.label_smoothing must lie in [0, 1); got {}", label_smoothing));
-  if (spec.train.recompute == "selective")
+  if (spec.train.recompute == Recompute::Selective)
     check.fail({"train.recompute", "model.arch"},
                "train.recompute selective recomputes a transformer's attention core, which a "
                "ResNet does not have; use full (each residual block recomputed from its input) "

@@ -78,9 +78,11 @@ void SgdOptimizer::apply(float* params, const float* grads, std::span<const Upda
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimSpec& spec, const ParameterLayout& layout,
                                           size_t begin, size_t end, Backend& backend) {
-  if (spec.name == "adamw") return std::make_unique<AdamWOptimizer>(layout, spec, begin, end, backend);
-  if (spec.name == "sgd") return std::make_unique<SgdOptimizer>(layout, spec, begin, end, backend);
-  throw SpecError("optim.name must be adamw or sgd, not '" + spec.name + "'");
+  switch (spec.name) {
+    case OptimizerKind::AdamW: return std::make_unique<AdamWOptimizer>(layout, spec, begin, end, backend);
+    case OptimizerKind::Sgd: return std::make_unique<SgdOptimizer>(layout, spec, begin, end, backend);
+  }
+  throw SpecError("optim.name: an optimizer this build does not know");
 }
 
 }  // namespace sg

@@ -59,19 +59,19 @@ void copy_tied_params(const ParameterLayout& layout, float* params, Communicator
   }
 }
 
-int pipeline_slots(const std::string& schedule, int stage, int stages, int micro_batches) {
+int pipeline_slots(PipelineSchedule schedule, int stage, int stages, int micro_batches) {
   if (stages == 1) return 1;  // no pipeline: plain accumulation, one micro-batch at a time
-  if (schedule == "gpipe") return std::max(1, micro_batches);
+  if (schedule == PipelineSchedule::GPipe) return std::max(1, micro_batches);
   return std::max(1, std::min(micro_batches, stages - stage));
 }
 
-std::vector<PipelineOp> pipeline_program(const std::string& schedule, int stage, int stages,
+std::vector<PipelineOp> pipeline_program(PipelineSchedule schedule, int stage, int stages,
                                          int micro_batches) {
   const int M = micro_batches;
   // gpipe: every forward first. 1f1b: S-s-1 warm-up forwards, then one forward and one backward
   // in turn, then the remaining backwards. One stage: forward and backward alternate whatever the
   // schedule (same results, one slot).
-  const int warmup = schedule == "gpipe" && stages > 1 ? M : std::min(stages - stage - 1, M);
+  const int warmup = schedule == PipelineSchedule::GPipe && stages > 1 ? M : std::min(stages - stage - 1, M);
   std::vector<PipelineOp> program;
   int next_forward = 0;
   for (; next_forward < warmup; ++next_forward) program.push_back({true, next_forward});
@@ -83,21 +83,18 @@ std::vector<PipelineOp> pipeline_program(const std::string& schedule, int stage,
 }
 
 PipelineRunner::PipelineRunner(StageModel& model, std::vector<BatchField> fields,
-                               Communicator& pipe, std::string schedule, int micro_batches,
+                               Communicator& pipe, PipelineSchedule schedule, int micro_batches,
                                Backend& backend)
     : model_(model),
       pipe_(pipe),
       backend_(backend),
-      schedule_(std::move(schedule)),
+      schedule_(schedule),
       micro_batches_(micro_batches),
       stage_(pipe.rank()),
       stages_(pipe.size()),
       slots_(pipeline_slots(schedule_, stage_, stages_, micro_batches)),
       input_floats_(model.input_floats()),
       output_floats_(model.output_floats()) {
-  if (schedule_ != "gpipe" && schedule_ != "1f1b") {
-    throw SpecError("parallel.schedule must be gpipe or 1f1b, not '" + schedule_ + "'");
-  }
   for (int s = 0; s < slots_; ++s) batches_.emplace_back(fields);
 }
 

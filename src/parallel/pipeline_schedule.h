@@ -21,7 +21,7 @@
 namespace sg {
 
 // Slots (activation sets) stage `stage` of `stages` needs for M micro-batches.
-int pipeline_slots(const std::string& schedule, int stage, int stages, int micro_batches);
+int pipeline_slots(PipelineSchedule schedule, int stage, int stages, int micro_batches);
 
 // The order in which a stage runs its micro-batches' forwards and backwards: what
 // PipelineRunner::train executes, step by step (tests check it against the schedule's promises:
@@ -31,7 +31,7 @@ struct PipelineOp {
   int micro = 0;
   bool operator==(const PipelineOp&) const = default;
 };
-std::vector<PipelineOp> pipeline_program(const std::string& schedule, int stage, int stages,
+std::vector<PipelineOp> pipeline_program(PipelineSchedule schedule, int stage, int stages,
                                          int micro_batches);
 
 // Tied tensors (a first-stage tensor the last stage also uses, e.g. GPT-2's LM head tied to
@@ -61,7 +61,7 @@ class PipelineRunner {
   // model runs on. The model must have been built with pipeline_slots(schedule, ...) slots;
   // `fields` are its family's batch fields, uploaded to the backend once filled.
   PipelineRunner(StageModel& model, std::vector<BatchField> fields, Communicator& pipe,
-                 std::string schedule, int micro_batches, Backend& backend = cpu_backend());
+                 PipelineSchedule schedule, int micro_batches, Backend& backend = cpu_backend());
 
   // Forward and backward of the replica's micro-batches, adding to grads. Returns the sum of
   // the micro-batch mean losses on the last stage, 0 on the others. update_buffers: the running
@@ -88,7 +88,7 @@ class PipelineRunner {
   StageModel& model_;
   Communicator& pipe_;
   Backend& backend_;
-  std::string schedule_;
+  PipelineSchedule schedule_;
   int micro_batches_, stage_, stages_, slots_;
   size_t input_floats_, output_floats_;
   std::vector<MicroBatch> batches_;  // per slot

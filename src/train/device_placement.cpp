@@ -10,7 +10,7 @@ namespace sg {
 
 DevicePlacement place_on_device(const JobSpec& spec, Communicator& world) {
   DevicePlacement p;
-  if (spec.devices.backend != "cuda") return p;
+  if (spec.devices.backend != BackendKind::Cuda) return p;
   const std::vector<CudaDeviceInfo> gpus = cuda_devices();
   if (gpus.empty()) {
     throw RunError("devices.backend is cuda but this process sees no GPU (check the driver with "

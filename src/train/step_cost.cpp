@@ -13,7 +13,7 @@ CountedStep count_training_step(const JobSpec& spec, int micro_batches) {
   CostBackend backend;
   backend.set_precision(spec.train.precision);
   auto family = make_model_family(spec);
-  family->set_activation_policy({"cuda", parse_recompute(spec.train.recompute),
+  family->set_activation_policy({BackendKind::Cuda, spec.train.recompute,
                                  backend.activation_dtype()});
   const ParameterLayout layout(family->description());
   const int micro = spec.train.micro_batch;

@@ -63,7 +63,7 @@ StepResult train_step(TrainingRun& run) {
   result.lr = learning_rate_at(spec.optim, static_cast<int>(step), static_cast<int>(run.total_steps));
   reduction->begin_step();
   // fp16: the loss gradient carries the loss scale (loss_scale.h); the optimizer divides it out.
-  const bool scaled = spec.train.precision == "fp16";
+  const bool scaled = spec.train.precision == Precision::FP16;
   const float loss_scale = scaled ? run.state.loss_scale : 1.0f;
   const float dloss = run.dloss * loss_scale;
   // Virtual data-parallel replicas run one after another on the same weights; each sees the

@@ -130,8 +130,8 @@ void resume(TrainingRun& run) {
 // measured SGEMM rate (bf16: bf16 product rate) of this process's threads on the CPU.
 double peak_flops_per_process(const JobSpec& spec, Backend& backend, int threads) {
   if (spec.devices.peak_tflops > 0) return spec.devices.peak_tflops * 1e12;
-  if (backend.device().is_cpu() || spec.devices.backend != "cuda") {
-    return spec.train.precision == "bf16" ? measure_bf16_peak_flops(threads)
+  if (backend.device().is_cpu() || spec.devices.backend != BackendKind::Cuda) {
+    return spec.train.precision == Precision::BF16 ? measure_bf16_peak_flops(threads)
                                           : measure_sgemm_peak_flops(threads);
   }
   const auto gpus = cuda_devices();
@@ -226,11 +226,11 @@ std::unique_ptr<TrainingRun> set_up_training(const JobSpec& spec, Communicator& 
   }
   // fp16 starts (or, from an fp32 checkpoint, restarts) loss scaling at the job's scale; a
   // resumed fp16 run goes on with its checkpoint's.
-  if (spec.train.precision == "fp16" && run->state.loss_scale <= 0) {
+  if (spec.train.precision == Precision::FP16 && run->state.loss_scale <= 0) {
     run->state.loss_scale = spec.train.loss_scale > 0 ? static_cast<float>(spec.train.loss_scale)
                                                       : kDefaultLossScale;
     run->state.loss_scale_clean_steps = 0;
-  } else if (spec.train.precision != "fp16") {
+  } else if (spec.train.precision != Precision::FP16) {
     run->state.loss_scale = 0;
   }
 

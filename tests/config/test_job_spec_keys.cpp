@@ -1,6 +1,9 @@
 // The key table and the "did you mean" suggestions.
 #include <set>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "spec_test_util.h"
 
 using namespace sg;
@@ -62,6 +65,9 @@ TEST_CASE("each key's accessor reaches its own field") {
             field = !field;
           else if constexpr (std::is_same_v<Field, std::string>)
             field += "x";
+          else if constexpr (SpecEnum<Field>)
+            field = static_cast<Field>((static_cast<size_t>(field) + 1) %
+                                       SpecEnumNames<Field>::names.size());
           else if constexpr (std::is_arithmetic_v<Field>)
             field = field + 1;
           else
@@ -70,4 +76,16 @@ TEST_CASE("each key's accessor reaches its own field") {
         key.field);
     CHECK(sg::test::differing_keys(base, changed) == std::vector<std::string>{std::string(key.path)});
   }
+}
+
+TEST_CASE("a spec enum has one spelling: parsed, written, formatted and in JSON alike") {
+  CHECK(parse_spec_enum<Precision>("bf16") == Precision::BF16);
+  CHECK(parse_spec_enum<Precision>("BF16") == std::nullopt);  // the spec's words are lower case
+  CHECK(parse_spec_enum<PipelineSchedule>("1f1b") == PipelineSchedule::OneFOneB);
+  CHECK(to_string(DatasetKind::ImageNet) == "imagenet");
+  CHECK(fmt::format("{}", LrDecay::Step) == "step");
+  CHECK(nlohmann::json(BackendKind::Cuda) == "cuda");  // never the enum's number
+  CHECK(nlohmann::json{{"optimizer", OptimizerKind::Sgd}}.dump() == R"({"optimizer":"sgd"})");
+  for (std::string_view name : spec_enum_names<Recompute>())
+    CHECK(to_string(parse_spec_enum<Recompute>(name).value()) == name);
 }

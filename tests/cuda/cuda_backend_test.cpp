@@ -118,10 +118,10 @@ TEST_CASE("linear layer: cuBLASLt GEMMs, bias epilogue and broadcast, determinis
   check_twin(dw, kAccumulated, "dweight without dinp and dbias");
 
   // Reduced precision: bf16 inputs, fp32 accumulation.
-  gpu().set_precision("bf16");
+  gpu().set_precision(sg::Precision::BF16);
   Twin<float> rounded(static_cast<size_t>(N) * OC, 0.0f);
   gpu().matmul_forward(rounded.g(), x.g(), weight.g(), nullptr, N, C, OC);
-  gpu().set_precision("fp32");
+  gpu().set_precision(sg::Precision::FP32);
   const auto got = rounded.gpu_values();
   CHECK(relative_to_largest(got.data(), out.cpu_values().data(), got.size()) < kReducedRelative);
 
@@ -242,8 +242,8 @@ TEST_CASE("bf16 storage: products, GELU, layer norm and attention on bf16 activa
   // docs/bf16.md: under bf16 both backends store these activations in 16 bits; the GPU's ops on
   // them against the CPU backend's, which the kernel tests hold to the fp32 ops.
   REQUIRE(gpu().activation_dtype() == sg::DType::F32);
-  gpu().set_precision("bf16");
-  cpu().set_precision("bf16");
+  gpu().set_precision(sg::Precision::BF16);
+  cpu().set_precision(sg::Precision::BF16);
   CHECK(gpu().activation_dtype() == sg::DType::BF16);
   const int N = 64, C = 128, OC = 96;
   Twin<uint16_t> x(bf16_bits(random_floats(static_cast<size_t>(N) * C, 61)));
@@ -350,8 +350,8 @@ TEST_CASE("bf16 storage: products, GELU, layer norm and attention on bf16 activa
   }
   check_twin(losses, kAccumulated, "crossentropy losses on bf16 logits");
   check_bf16(logits, "crossentropy dlogits (bf16, in place)");
-  cpu().set_precision("fp32");
-  gpu().set_precision("fp32");
+  cpu().set_precision(sg::Precision::FP32);
+  gpu().set_precision(sg::Precision::FP32);
 }
 
 TEST_CASE("embeddings: whole and vocabulary-parallel, forward and backward") {
@@ -670,9 +670,9 @@ sg::Act gpu_out(Twin<uint16_t>& t) { return {t.g(), sg::DType::BF16}; }
 }  // namespace
 
 TEST_CASE("bf16 storage: ResNet's convolutions, batch norms, ReLUs and pools on bf16 activations") {
-  gpu().set_precision("bf16");
+  gpu().set_precision(sg::Precision::BF16);
   struct Fp32Again {  // the later test cases run in fp32, also after a failure here
-    ~Fp32Again() { gpu().set_precision("fp32"); }
+    ~Fp32Again() { gpu().set_precision(sg::Precision::FP32); }
   } fp32_again;
   REQUIRE(gpu().activation_dtype() == sg::DType::BF16);
 

@@ -20,8 +20,8 @@ using namespace sg::test::gpu_support;
 namespace {
 
 struct Precision {  // the GPU in `name` for one scope; fp32 again after it, also after a failure
-  explicit Precision(const char* name) { gpu().set_precision(name); }
-  ~Precision() { gpu().set_precision("fp32"); }
+  explicit Precision(const char* name) { gpu().set_precision(precision_named(name)); }
+  ~Precision() { gpu().set_precision(sg::Precision::FP32); }
 };
 
 // A GPU result against the CPU's fp32 result: within `tol` in fp32, within 2 % of the largest

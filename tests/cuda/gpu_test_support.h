@@ -84,9 +84,14 @@ inline bool module_has_cudnn_sdpa() {
 // fp32 probabilities: out, the log-sum-exp against our fp32 flash kernels' (the backward of
 // either path reads the other's), the dqkv increments (+= onto 0.5), and a second backward
 // bitwise equal to the first (cuDNN's deterministic backward).
+// train.precision's word as the backend takes it ("bf16" -> Precision::BF16).
+inline sg::Precision precision_named(const char* name) {
+  return sg::parse_spec_enum<sg::Precision>(name).value();
+}
+
 inline void check_reduced_attention(const char* precision, int B, int T, int C, int NH, uint64_t seed) {
   struct Fp32Again {  // the later test cases run in fp32, also after a failure here
-    ~Fp32Again() { gpu().set_precision("fp32"); }
+    ~Fp32Again() { gpu().set_precision(sg::Precision::FP32); }
   } fp32_again;
   CAPTURE(precision);
   CAPTURE(T);
@@ -97,17 +102,17 @@ inline void check_reduced_attention(const char* precision, int B, int T, int C, 
   const sg::AttentionStorage on_cpu = cpu().attention_storage(B, T, NH);
   std::vector<float> att(on_cpu.state), scratch(on_cpu.scratch);
   cpu().attention_forward(out.c(), att.data(), qkv.c(), B, T, C, NH);
-  gpu().set_precision(precision);
+  gpu().set_precision(precision_named(precision));
   gpu().attention_forward(out.g(), lse.g(), qkv.g(), B, T, C, NH);
   const auto got_out = out.gpu_values();
   CHECK(relative_to_largest(got_out.data(), out.cpu_values().data(), n_out) < kReducedRelative);
   if (C / NH <= 64) {  // our kernels' log-sum-exp, in fp32
-    gpu().set_precision("fp32");
+    gpu().set_precision(sg::Precision::FP32);
     Twin<float> out32(n_out, 0.0f), lse32(n_lse, 0.0f);
     gpu().attention_forward(out32.g(), lse32.g(), qkv.g(), B, T, C, NH);
     const auto want = lse32.gpu_values(), got = lse.gpu_values();
     CHECK_CLOSE(got.data(), want.data(), n_lse, sg::test::kBf16, "log-sum-exp");
-    gpu().set_precision(precision);
+    gpu().set_precision(precision_named(precision));
   }
   Twin<float> dout(random_floats(n_out, seed + 1)), dqkv(n_qkv, 0.5f), again(n_qkv, 0.5f);
   Twin<float> delta(n_lse, 0.0f);
@@ -115,7 +120,7 @@ inline void check_reduced_attention(const char* precision, int B, int T, int C, 
                            C, NH);
   gpu().attention_backward(dqkv.g(), delta.g(), dout.g(), qkv.g(), out.g(), lse.g(), B, T, C, NH);
   gpu().attention_backward(again.g(), delta.g(), dout.g(), qkv.g(), out.g(), lse.g(), B, T, C, NH);
-  gpu().set_precision("fp32");
+  gpu().set_precision(sg::Precision::FP32);
   std::vector<float> got = dqkv.gpu_values(), want = dqkv.cpu_values();
   CHECK(again.gpu_values() == got);
   for (size_t i = 0; i < n_qkv; ++i) {  // the increments, not diluted by the start value

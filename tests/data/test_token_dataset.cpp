@@ -25,7 +25,7 @@ std::vector<int32_t> all_tokens(const TokenSource& s) {
 TEST_CASE("synthetic: train and val differ, best loss is the chain's optimum on val") {
   JobSpec spec;
   spec.model.as<GPT2Config>().vocab = 500;
-  spec.data.dataset = "synthetic";
+  spec.data.dataset = sg::DatasetKind::Synthetic;
   spec.data.synthetic_train_tokens = 20000;
   spec.data.synthetic_val_tokens = 5000;
   TokenSplits splits = open_token_dataset(spec);
@@ -55,7 +55,7 @@ TEST_CASE("shard datasets open the train and val globs with the vocab check") {
   write_token_shard(dir / "train_001.bin", b.data(), b.size());
   write_token_shard(dir / "val_000.bin", v.data(), v.size());
   JobSpec spec;
-  spec.data.dataset = "tokens";
+  spec.data.dataset = sg::DatasetKind::Tokens;
   spec.data.train = dir / "train_*.bin";
   spec.data.val = dir / "val_*.bin";
   TokenSplits splits = open_token_dataset(spec);
@@ -72,6 +72,6 @@ TEST_CASE("shard datasets open the train and val globs with the vocab check") {
   CHECK_THROWS_AS(open_token_dataset(spec), RunError);
   spec.data.val = "";
   CHECK_THROWS_AS(open_token_dataset(spec), SpecError);
-  spec.data.dataset = "imagenet";
+  spec.data.dataset = sg::DatasetKind::ImageNet;
   CHECK_THROWS_AS(open_token_dataset(spec), SpecError);
 }

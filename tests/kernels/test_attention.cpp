@@ -134,7 +134,7 @@ TEST_CASE("attention forward and backward match float64 over several causal band
 
 TEST_CASE("attention keeps B*NH*T floats: the storage the model allocates is what it writes") {
   const Shape s{2, 70, 32, 4};
-  const sg::AttentionStorage storage = sg::attention_storage_for("cpu", s.B, s.T, s.NH);
+  const sg::AttentionStorage storage = sg::attention_storage_for(sg::BackendKind::Cpu, s.B, s.T, s.NH);
   CHECK(storage.state == static_cast<size_t>(s.B * s.NH * s.T));
   CHECK(storage.scratch == 0);
   // Guard floats after the state: the forward must not write past it.

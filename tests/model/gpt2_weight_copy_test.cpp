@@ -17,8 +17,8 @@ const sg::GPT2Shape kShape{2, 2, 16, 16, 50, 64};
 
 // The CPU backend in bf16 for the test's scope (it is one per process).
 struct Bf16Cpu {
-  Bf16Cpu() { sg::cpu_backend().set_precision("bf16"); }
-  ~Bf16Cpu() { sg::cpu_backend().set_precision("fp32"); }
+  Bf16Cpu() { sg::cpu_backend().set_precision(sg::Precision::BF16); }
+  ~Bf16Cpu() { sg::cpu_backend().set_precision(sg::Precision::FP32); }
 };
 
 float loss_of(sg::GPT2& model, const std::vector<float>& params, const std::vector<int32_t>& x,

@@ -118,7 +118,7 @@ void check_model(const Golden& g, const std::string& m, int depth, int width) {
   MESSAGE(m << " worst running-statistics relative error " << worst_running);
 
   sg::OptimSpec sgd;
-  sgd.name = "sgd";
+  sgd.name = sg::OptimizerKind::Sgd;
   sgd.momentum = std::stod(g.file.metadata().at("momentum"));
   sgd.nesterov = true;
   sgd.weight_decay = std::stod(g.file.metadata().at("weight_decay"));

@@ -18,8 +18,8 @@ namespace {
 
 // The CPU backend in bf16 for the test's scope (it is one per process).
 struct Bf16Cpu {
-  Bf16Cpu() { sg::cpu_backend().set_precision("bf16"); }
-  ~Bf16Cpu() { sg::cpu_backend().set_precision("fp32"); }
+  Bf16Cpu() { sg::cpu_backend().set_precision(sg::Precision::BF16); }
+  ~Bf16Cpu() { sg::cpu_backend().set_precision(sg::Precision::FP32); }
 };
 
 }  // namespace

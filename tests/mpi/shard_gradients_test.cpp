@@ -33,7 +33,7 @@ void fill_tokens(int m, int32_t* inputs, int32_t* targets) {
   }
 }
 
-int run(int tensors, int stages, const std::string& schedule) {
+int run(int tensors, int stages, sg::PipelineSchedule schedule) {
   auto world = sg::open_world(sg::detect_launcher());
   if (world->size() != tensors * stages) {
     std::fprintf(stderr, "run under mpirun -np %d\n", tensors * stages);
@@ -120,7 +120,7 @@ int run(int tensors, int stages, const std::string& schedule) {
     }
     std::printf("tensor %d x pipeline %d (%s): worst relative gradient difference %.3g over %zu "
                 "tensors, loss difference %.3g\n",
-                tensors, stages, schedule.c_str(), worst, whole.tensors().size(), loss_error);
+                tensors, stages, std::string(sg::to_string(schedule)).c_str(), worst, whole.tensors().size(), loss_error);
   }
   double total_failures = failures;
   world->all_reduce_sum(&total_failures, 1);
@@ -135,7 +135,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return run(std::atoi(argv[1]), std::atoi(argv[2]), argv[3]);
+    const auto schedule = sg::parse_spec_enum<sg::PipelineSchedule>(argv[3]);
+    if (!schedule) throw sg::SpecError(std::string("unknown schedule ") + argv[3]);
+    return run(std::atoi(argv[1]), std::atoi(argv[2]), *schedule);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%serror: %s\n", sg::rank_prefix().c_str(), e.what());
     sg::abort_job(1);

@@ -19,7 +19,7 @@ namespace {
 sg::JobSpec fp16_job(const std::string& dir, double loss_scale, int steps) {
   sg::JobSpec spec = tiny_job(dir, {"train.steps=" + std::to_string(steps), "checkpoint.every=4",
                                     "eval.every=0"});
-  spec.train.precision = "fp16";
+  spec.train.precision = sg::Precision::FP16;
   spec.train.loss_scale = loss_scale;
   return spec;
 }
@@ -50,7 +50,7 @@ TEST_CASE("fp16 loss scaling is exact: a run that never overflows trains bitwise
   sg::TrainOptions options = quiet_options();
   options.backend = &guarded;
   sg::run_training(fp16_job(fp16_dir.path(), 16, 8), options);
-  CHECK(guarded.precision() == "fp16");
+  CHECK(guarded.precision() == sg::Precision::FP16);
   const auto a = steps_of(fp32_dir.path()), b = steps_of(fp16_dir.path());
   REQUIRE(a.size() == 8);
   REQUIRE(b.size() == 8);

@@ -51,9 +51,9 @@ TEST_CASE("1f1b: stage s of S runs S-s-1 warm-up forwards; in flight never above
         CAPTURE(S);
         CAPTURE(s);
         CAPTURE(M);
-        const auto program = sg::pipeline_program("1f1b", s, S, M);
+        const auto program = sg::pipeline_program(sg::PipelineSchedule::OneFOneB, s, S, M);
         const Shape shape = check_program(program, M);
-        const int slots = sg::pipeline_slots("1f1b", s, S, M);
+        const int slots = sg::pipeline_slots(sg::PipelineSchedule::OneFOneB, s, S, M);
         // S-s-1 warm-up forwards, then the steady state's first forward before its backward.
         CHECK(shape.forwards_before_first_backward == std::min(S - s, M));
         // As many in flight as the stage has slots: fewer and the stages stop overlapping.
@@ -74,12 +74,12 @@ TEST_CASE("gpipe: every forward, then every backward; one stage alternates") {
     for (int M = 1; M <= 8; ++M) {
       CAPTURE(S);
       CAPTURE(M);
-      const Shape shape = check_program(sg::pipeline_program("gpipe", 1, S, M), M);
+      const Shape shape = check_program(sg::pipeline_program(sg::PipelineSchedule::GPipe, 1, S, M), M);
       CHECK(shape.forwards_before_first_backward == M);
-      CHECK(shape.most_in_flight == sg::pipeline_slots("gpipe", 1, S, M));
+      CHECK(shape.most_in_flight == sg::pipeline_slots(sg::PipelineSchedule::GPipe, 1, S, M));
     }
   }
-  for (const char* schedule : {"gpipe", "1f1b"}) {
+  for (sg::PipelineSchedule schedule : {sg::PipelineSchedule::GPipe, sg::PipelineSchedule::OneFOneB}) {
     const auto program = sg::pipeline_program(schedule, 0, 1, 3);
     const std::vector<sg::PipelineOp> alternating = {{true, 0}, {false, 0}, {true, 1},
                                                      {false, 1}, {true, 2}, {false, 2}};

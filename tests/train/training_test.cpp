@@ -13,15 +13,15 @@ TEST_CASE("learning rate: linear warmup, cosine to min_lr at the last step") {
   o.lr = 1.0;
   o.min_lr = 0.1;
   o.warmup_steps = 10;
-  o.decay = "cosine";
+  o.decay = sg::LrDecay::Cosine;
   CHECK(sg::learning_rate_at(o, 0, 110) == doctest::Approx(0.1));
   CHECK(sg::learning_rate_at(o, 9, 110) == doctest::Approx(1.0));
   CHECK(sg::learning_rate_at(o, 10, 110) == doctest::Approx(1.0));
   CHECK(sg::learning_rate_at(o, 10 + 99 / 2.0, 110) == doctest::Approx(0.55).epsilon(0.02));
   CHECK(sg::learning_rate_at(o, 109, 110) == doctest::Approx(0.1));
-  o.decay = "linear";
+  o.decay = sg::LrDecay::Linear;
   CHECK(sg::learning_rate_at(o, 109, 110) == doctest::Approx(0.1));
-  o.decay = "constant";
+  o.decay = sg::LrDecay::Constant;
   CHECK(sg::learning_rate_at(o, 100, 110) == doctest::Approx(1.0));
 }
 
