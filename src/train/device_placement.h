@@ -1,5 +1,6 @@
 #pragma once
-// Which device a training process uses and how device memory crosses processes (DESIGN §4):
+// Which device a training process uses and how device memory crosses processes
+// (docs/architecture.md, "Backends and kernels"):
 // on the CPU backend, the host and MPI; on CUDA, one GPU per process by local rank with NCCL
 // between them, or, with devices.share_gpus, several processes per GPU talking MPI through host
 // memory (NCCL refuses two ranks on one device).

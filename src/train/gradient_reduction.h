@@ -1,6 +1,6 @@
 #pragma once
 // How a step's replica gradients (and losses) are summed over the data-parallel replicas, one
-// of three ways (DESIGN §3):
+// of three ways (docs/architecture.md, "The virtual mesh"):
 //   deterministic: each replica's gradient is computed into its own buffer and summed in the
 //     canonical binary tree over virtual replicas (parallel/deterministic_reduce.h), losses in
 //     replica order: bitwise the same on any process count;
@@ -19,7 +19,7 @@ namespace sg {
 
 class GradientReduction {
  public:
-  explicit GradientReduction(TrainingRun& run);
+  GradientReduction(const RunEnvironment& env, ProcessModel& model, const ReplicaPlan& plan);
 
   void begin_step();
   // Where local replica r's backward accumulates its gradient.
@@ -36,7 +36,10 @@ class GradientReduction {
   bool reduced() const { return deterministic_ || bucketed_; }
 
  private:
-  TrainingRun& run_;
+  Backend& backend_;
+  Communicator& world_;
+  ProcessModel& model_;
+  const ReplicaPlan& plan_;
   bool deterministic_, bucketed_;
   ReplicaTreeSum tree_sum_;
   Buffer replica_grads_;

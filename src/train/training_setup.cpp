@@ -83,45 +83,48 @@ void check_world(const JobSpec& spec, Communicator& world) {
   }
 }
 
-// This process's block of virtual replicas and the loss scale.
-void place_replicas(TrainingRun& run) {
-  const JobSpec& spec = run.spec;
-  run.replicas = spec.parallel.data;
-  run.local_replicas = run.replicas / run.mesh.data_processes;
-  run.first_replica = run.mesh.data * run.local_replicas;
-  run.per_replica = spec.global_batch_per_replica();
-  run.accum = spec.grad_accum_steps();
-  run.dloss = 1.0f / (static_cast<float>(spec.train.global_batch) * run.family->units_per_sample());
+// This process's block of virtual replicas and how a step's samples divide among them.
+ReplicaPlan place_replicas(const JobSpec& spec, const ProcessModel& model) {
+  ReplicaPlan plan;
+  plan.replicas = spec.parallel.data;
+  plan.local = plan.replicas / model.mesh.data_processes;
+  plan.first = model.mesh.data * plan.local;
+  plan.per_replica = spec.global_batch_per_replica();
+  plan.accum = spec.grad_accum_steps();
+  plan.micro = spec.train.micro_batch;
+  plan.dloss = 1.0f / (static_cast<float>(spec.train.global_batch) * model.family->units_per_sample());
+  plan.fused = model.family->synchronized_statistics() && plan.local > 1;
   if (spec.train.deterministic &&
-      (!is_power_of_two(run.local_replicas) || !is_power_of_two(run.mesh.data_processes))) {
+      (!is_power_of_two(plan.local) || !is_power_of_two(model.mesh.data_processes))) {
     throw SpecError(fmt::format(
         "{}: train.deterministic sums replicas in a fixed binary tree, so the data-parallel "
         "processes ({}) and the replicas per process ({}) must be powers of two",
-        spec.source, run.mesh.data_processes, run.local_replicas));
+        spec.source, model.mesh.data_processes, plan.local));
   }
+  return plan;
 }
 
-void resume(TrainingRun& run) {
-  const LoadedCheckpoint loaded = load_checkpoint(*run.resume_path);
-  const ParameterLayout& layout = *run.layout;
+void resume(const RunEnvironment& env, ProcessModel& model, RunProgress& progress) {
+  const LoadedCheckpoint loaded = load_checkpoint(*progress.resume_path);
+  const ParameterLayout& layout = *model.layout;
   // Checkpoints hold whole tensors: each process takes its shard, whatever mesh wrote them.
-  const Optimizer& optimizer = run.optimizer->optimizer();
+  const Optimizer& optimizer = model.optimizer->optimizer();
   std::vector<std::vector<float>> state(optimizer.state_names().size(),
                                         std::vector<float>(layout.total()));
-  HostMirror params(run.backend, run.param_data(), run.params.bytes() / sizeof(float), true);
-  HostMirror buffers(run.backend, run.buffer_data(), run.buffers.bytes() / sizeof(float), true);
+  HostMirror params(env.backend, model.param_data(), model.params.bytes() / sizeof(float), true);
+  HostMirror buffers(env.backend, model.buffer_data(), model.buffer_floats(), true);
   LoadTargets targets{params.data(), buffers.data(), optimizer.name(), optimizer.state_names(), {}};
   for (auto& s : state) targets.state.push_back(s.data());
-  run.state = load_training_checkpoint(loaded, *run.family, layout, targets);
+  progress.state = load_training_checkpoint(loaded, *model.family, layout, targets);
   params.upload();
   buffers.upload();
   std::vector<const float*> whole;
   for (const auto& s : state) whole.push_back(s.data());
-  run.optimizer->load_state(whole);
-  if (run.state.seed != run.spec.seed) {
-    throw RunError(*run.resume_path + ": checkpoint was written with seed " +
-                   std::to_string(run.state.seed) + " but the job has seed " +
-                   std::to_string(run.spec.seed) + "; resume with the same seed or set "
+  model.optimizer->load_state(whole);
+  if (progress.state.seed != env.spec.seed) {
+    throw RunError(*progress.resume_path + ": checkpoint was written with seed " +
+                   std::to_string(progress.state.seed) + " but the job has seed " +
+                   std::to_string(env.spec.seed) + "; resume with the same seed or set "
                    "checkpoint.resume: never");
   }
 }
@@ -132,7 +135,7 @@ double peak_flops_per_process(const JobSpec& spec, Backend& backend, int threads
   if (spec.devices.peak_tflops > 0) return spec.devices.peak_tflops * 1e12;
   if (backend.device().is_cpu() || spec.devices.backend != BackendKind::Cuda) {
     return spec.train.precision == Precision::BF16 ? measure_bf16_peak_flops(threads)
-                                          : measure_sgemm_peak_flops(threads);
+                                                   : measure_sgemm_peak_flops(threads);
   }
   const auto gpus = cuda_devices();
   const auto index = static_cast<size_t>(backend.device().index);
@@ -143,10 +146,114 @@ double peak_flops_per_process(const JobSpec& spec, Backend& backend, int threads
   return std::numeric_limits<double>::infinity();  // MFU 0, not a made-up figure
 }
 
+// The threads, the run directory and the resolved job.yaml (rank 0 writes them).
+void prepare_environment(RunEnvironment& env, const DevicePlacement& placement) {
+  env.device_note = placement.note;
+  env.threads = resolve_threads(env.spec);
+  omp_set_num_threads(env.threads);
+  openblas_set_num_threads(env.threads);
+  env.run_dir = env.spec.log.dir;
+  env.checkpoints_dir = env.run_dir + "/checkpoints";
+  if (env.root()) {
+    std::filesystem::create_directories(env.checkpoints_dir);
+    write_job_yaml(env.run_dir + "/job.yaml", env.spec);
+  } else {
+    env.options.quiet = true;
+  }
+}
+
+// This process's place in the virtual mesh, its shard of the model (tensor rank, pipeline
+// stage), the optimizer over it and its tensors, initialised by the family.
+void build_process_model(const RunEnvironment& env, ProcessModel& model, DeviceTransport transport) {
+  const JobSpec& spec = env.spec;
+  Backend& backend = env.backend;
+  model.mesh = make_process_mesh(spec, env.world);
+  attach_device_groups(model.mesh, backend, transport);
+  const ProcessMesh& mesh = model.mesh;
+  model.family->check_split(mesh.tensors, mesh.stages);
+  model.tensor_group =
+      std::make_unique<TensorGroup>(mesh.tensor_device(), spec.train.deterministic, backend);
+  model.layout = std::make_unique<ParameterLayout>(model.family->description(), mesh.shard());
+  const ParameterLayout& layout = *model.layout;
+  model.optimizer = std::make_unique<DataParallelOptimizer>(
+      layout, spec.optim, spec.parallel.zero, mesh.data_device(),
+      layout.sharded() ? mesh.model_group.get() : nullptr, backend, mesh.data_group.get());
+  const size_t padded = model.optimizer->padded_size();
+  model.params = Buffer(backend, padded * sizeof(float));
+  model.grads = Buffer(backend, padded * sizeof(float));
+  model.buffers = Buffer(backend, std::max<size_t>(1, layout.buffer_total()) * sizeof(float));
+  backend.zero(model.param_data(), padded);
+  backend.zero(model.grad_data(), padded);
+  HostMirror params(backend, model.param_data(), padded, false);
+  HostMirror buffers(backend, model.buffer_data(), model.buffer_floats(), false);
+  model.family->initialize(params.data(), buffers.data(), layout, spec.seed);
+  params.upload();
+  buffers.upload();
+}
+
+// Where the run starts: a checkpoint to resume, else model.init_from's weights (the optimizer
+// state fresh and the run at step 0), else the initialisation; and the loss scale.
+void start_progress(const RunEnvironment& env, ProcessModel& model, RunProgress& progress) {
+  const JobSpec& spec = env.spec;
+  progress.state.seed = spec.seed;
+  progress.resume_path = choose_resume_checkpoint(spec, env.checkpoints_dir, env.world);
+  if (progress.resume_path) {
+    resume(env, model, progress);
+  } else if (!spec.model.init_from.empty()) {
+    HostMirror params(env.backend, model.param_data(), model.params.bytes() / sizeof(float), true);
+    HostMirror buffers(env.backend, model.buffer_data(), model.buffer_floats(), true);
+    const std::string what = load_initial_weights(spec.model.init_from, *model.family,
+                                                  *model.layout, params.data(), buffers.data());
+    params.upload();
+    buffers.upload();
+    if (env.root() && !env.options.quiet) fmt::print("initialised from {}\n", what);
+  }
+  // fp16 starts (or, from an fp32 checkpoint, restarts) loss scaling at the job's scale; a
+  // resumed fp16 run goes on with its checkpoint's.
+  TrainerState& state = progress.state;
+  if (spec.train.precision == Precision::FP16 && state.loss_scale <= 0) {
+    state.loss_scale = spec.train.loss_scale > 0 ? static_cast<float>(spec.train.loss_scale)
+                                                 : kDefaultLossScale;
+    state.loss_scale_clean_steps = 0;
+  } else if (spec.train.precision != Precision::FP16) {
+    state.loss_scale = 0;
+  }
+  progress.total_steps = spec.train.steps;
+  progress.last_step = env.options.stop_after > 0
+                           ? std::min<int64_t>(env.options.stop_after, progress.total_steps)
+                           : progress.total_steps;
+}
+
+// The stage this process runs and the pipeline runner around it: one batch of the fused local
+// replicas where the family synchronises batch statistics (and then a one-micro-batch stage for
+// evaluation), else one replica's micro-batch.
+void build_stages(const RunEnvironment& env, ProcessModel& model, const ReplicaPlan& plan) {
+  const JobSpec& spec = env.spec;
+  const ProcessMesh& mesh = model.mesh;
+  const int stage_batch = plan.micro * (plan.fused ? plan.local : 1);
+  StageContext context;
+  context.backend = &env.backend;
+  context.micro_batch = stage_batch;
+  context.slots = pipeline_slots(spec.parallel.schedule, mesh.stage, mesh.stages, plan.accum);
+  context.tensor_group = model.tensor_group.get();
+  context.replica_group = mesh.data_group.get();
+  model.stage = model.family->make_stage(*model.layout, context);
+  model.runner = std::make_unique<PipelineRunner>(
+      *model.stage, model.family->batch_fields(stage_batch), mesh.pipeline_device(),
+      spec.parallel.schedule, plan.accum, env.backend);
+  if (!plan.fused) return;
+  context.micro_batch = plan.micro;
+  context.slots = 1;
+  model.eval_stage = model.family->make_stage(*model.layout, context);
+  model.eval_runner = std::make_unique<PipelineRunner>(
+      *model.eval_stage, model.family->batch_fields(plan.micro), mesh.pipeline_device(),
+      spec.parallel.schedule, 1, env.backend);
+}
+
 }  // namespace
 
 TrainingRun::TrainingRun(const JobSpec& s, Communicator& w, const TrainOptions& o, Backend& b)
-    : spec(s), world(w), options(o), backend(b) {}
+    : env(s, w, o, b) {}
 TrainingRun::~TrainingRun() = default;
 
 int resolve_threads(const JobSpec& spec) {
@@ -167,107 +274,22 @@ std::unique_ptr<TrainingRun> set_up_training(const JobSpec& spec, Communicator& 
       options.backend != nullptr ? *options.backend : backend_for(spec.devices.backend, placement.device);
   backend.set_precision(spec.train.precision);
   auto run = std::make_unique<TrainingRun>(spec, world, options, backend);
-  run->device_note = placement.note;
-  run->family = std::move(family);
-  run->threads = resolve_threads(spec);
-  omp_set_num_threads(run->threads);
-  openblas_set_num_threads(run->threads);
-
-  run->run_dir = spec.log.dir;
-  run->checkpoints_dir = run->run_dir + "/checkpoints";
-  if (run->root()) {
-    std::filesystem::create_directories(run->checkpoints_dir);
-    write_job_yaml(run->run_dir + "/job.yaml", spec);
-  } else {
-    run->options.quiet = true;
+  RunEnvironment& env = run->env;
+  prepare_environment(env, placement);
+  run->model.family = std::move(family);
+  run->data = open_dataset(spec, run->model.family->batch_fields(spec.train.micro_batch));
+  build_process_model(env, run->model, placement.transport);
+  start_progress(env, run->model, run->progress);
+  if (env.root()) {
+    run->log.emplace(env.run_dir, run->progress.state.step, run->progress.total_steps,
+                     run->model.family->sample_unit(), spec.log.tensorboard);
   }
-  run->data = open_dataset(spec, run->family->batch_fields(spec.train.micro_batch));
-
-  // This process's place in the virtual mesh: its shard of the model (tensor rank, pipeline
-  // stage) and its block of data-parallel replicas.
-  run->mesh = make_process_mesh(spec, world);
-  attach_device_groups(run->mesh, backend, placement.transport);
-  const ProcessMesh& mesh = run->mesh;
-  run->family->check_split(mesh.tensors, mesh.stages);
-  run->tensor_group =
-      std::make_unique<TensorGroup>(mesh.tensor_device(), spec.train.deterministic, backend);
-  run->layout = std::make_unique<ParameterLayout>(run->family->description(), mesh.shard());
-  const ParameterLayout& layout = *run->layout;
-  run->optimizer = std::make_unique<DataParallelOptimizer>(
-      layout, spec.optim, spec.parallel.zero, mesh.data_device(),
-      layout.sharded() ? mesh.model_group.get() : nullptr, backend, mesh.data_group.get());
-  const size_t padded = run->optimizer->padded_size();
-  run->params = Buffer(backend, padded * sizeof(float));
-  run->grads = Buffer(backend, padded * sizeof(float));
-  run->buffers = Buffer(backend, std::max<size_t>(1, layout.buffer_total()) * sizeof(float));
-  backend.zero(run->param_data(), padded);
-  backend.zero(run->grad_data(), padded);
-  {
-    HostMirror params(backend, run->param_data(), padded, false);
-    HostMirror buffers(backend, run->buffer_data(), run->buffers.bytes() / sizeof(float), false);
-    run->family->initialize(params.data(), buffers.data(), layout, spec.seed);
-    params.upload();
-    buffers.upload();
-  }
-
-  run->state.seed = spec.seed;
-  run->resume_path = choose_resume_checkpoint(spec, run->checkpoints_dir, world);
-  if (run->resume_path) {
-    resume(*run);
-  } else if (!spec.model.init_from.empty()) {
-    // model.init_from: the weights only; the optimizer state stays fresh and the run at step 0.
-    HostMirror params(backend, run->param_data(), padded, true);
-    HostMirror buffers(backend, run->buffer_data(), run->buffers.bytes() / sizeof(float), true);
-    const std::string what = load_initial_weights(spec.model.init_from, *run->family, layout,
-                                                  params.data(), buffers.data());
-    params.upload();
-    buffers.upload();
-    if (run->root() && !options.quiet) fmt::print("initialised from {}\n", what);
-  }
-  // fp16 starts (or, from an fp32 checkpoint, restarts) loss scaling at the job's scale; a
-  // resumed fp16 run goes on with its checkpoint's.
-  if (spec.train.precision == Precision::FP16 && run->state.loss_scale <= 0) {
-    run->state.loss_scale = spec.train.loss_scale > 0 ? static_cast<float>(spec.train.loss_scale)
-                                                      : kDefaultLossScale;
-    run->state.loss_scale_clean_steps = 0;
-  } else if (spec.train.precision != Precision::FP16) {
-    run->state.loss_scale = 0;
-  }
-
-  run->total_steps = spec.train.steps;
-  run->last_step = options.stop_after > 0 ? std::min<int64_t>(options.stop_after, run->total_steps)
-                                          : run->total_steps;
-  if (run->root()) {
-    run->log.emplace(run->run_dir, run->state.step, run->total_steps, run->family->sample_unit(),
-                     spec.log.tensorboard);
-  }
-  place_replicas(*run);
-  run->fused_replicas = run->family->synchronized_statistics() && run->local_replicas > 1;
-  const int micro = spec.train.micro_batch;
-  const int stage_batch = micro * (run->fused_replicas ? run->local_replicas : 1);
-  StageContext context;
-  context.backend = &backend;
-  context.micro_batch = stage_batch;
-  context.slots = pipeline_slots(spec.parallel.schedule, mesh.stage, mesh.stages, run->accum);
-  context.tensor_group = run->tensor_group.get();
-  context.replica_group = mesh.data_group.get();
-  run->stage = run->family->make_stage(layout, context);
-  run->runner = std::make_unique<PipelineRunner>(*run->stage, run->family->batch_fields(stage_batch),
-                                                 mesh.pipeline_device(), spec.parallel.schedule,
-                                                 run->accum, backend);
-  if (run->fused_replicas) {
-    context.micro_batch = micro;
-    context.slots = 1;
-    run->eval_stage = run->family->make_stage(layout, context);
-    run->eval_runner = std::make_unique<PipelineRunner>(
-        *run->eval_stage, run->family->batch_fields(micro), mesh.pipeline_device(),
-        spec.parallel.schedule, 1, backend);
-  }
-  run->reduction = std::make_unique<GradientReduction>(*run);
-
-  run->flops_per_step = run->family->training_flops_per_sample() *
+  run->plan = place_replicas(spec, run->model);
+  build_stages(env, run->model, run->plan);
+  run->reduction = std::make_unique<GradientReduction>(env, run->model, run->plan);
+  run->flops_per_step = run->model.family->training_flops_per_sample() *
                         static_cast<double>(spec.train.global_batch) / world.size();
-  run->peak_flops = peak_flops_per_process(spec, backend, run->threads);
+  run->peak_flops = peak_flops_per_process(spec, backend, env.threads);
   return run;
 }
 
