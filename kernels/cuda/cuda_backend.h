@@ -1,10 +1,10 @@
 #pragma once
-// The CUDA backend (DESIGN §4): device memory, copies and fills on one GPU, and every op of
-// backend.h enqueued on the backend's compute stream: our kernels (kernels/cuda/*.cuh), GEMMs
-// through cuBLASLt (cublaslt_gemm.h), convolutions through cuDNN (cudnn_conv.h), attention through
-// cuDNN's fused SDPA or our flash kernels (attention_op.h). Each op is checked against the CPU
-// backend in tests/cuda/cuda_backend_test.cpp. With SINGULARITY_PROFILE_OPS=1 every op is timed
-// on the GPU by CUDA events (op_timer.h).
+// The CUDA backend (docs/architecture.md, "Backends and kernels"): device memory, copies and fills
+// on one GPU, and every op of backend.h enqueued on the backend's compute stream: our kernels
+// (kernels/cuda/*.cuh), GEMMs through cuBLASLt (cublaslt_gemm.h), convolutions through cuDNN
+// (cudnn_conv.h), attention through cuDNN's fused SDPA or our flash kernels (attention_op.h). Each
+// op is checked against the CPU backend in tests/cuda/cuda_backend_test.cpp. With
+// SINGULARITY_PROFILE_OPS=1 every op is timed on the GPU by CUDA events (op_timer.h).
 //
 // Streams: `compute` carries every op, copy and fill in issue order; `comm` carries the NCCL
 // collectives that overlap with compute (nccl_communicator.h), ordered against compute with

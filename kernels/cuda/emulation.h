@@ -1,7 +1,7 @@
 #pragma once
 // Host emulation of the CUDA kernel model, so that our kernel bodies (kernels/cuda/*.cuh) also
-// compile with the host compiler and run on the CPU in the tests (DESIGN §8). Included through
-// kernel_support.cuh when __CUDACC__ is not defined; never in a CUDA build.
+// compile with the host compiler and run on the CPU in the tests (docs/architecture.md, "Testing").
+// Included through kernel_support.cuh when __CUDACC__ is not defined; never in a CUDA build.
 //
 // A launch runs a grid's blocks one after another; a block's threads are host threads. Shared
 // memory (`__shared__` locals) is then shared by exactly the threads of the block running.

@@ -1,10 +1,11 @@
 #pragma once
-// The backend interface (DESIGN §4): what a device must do for the models, the optimizers and
-// the trainer. Memory (allocation, copies, fill), streams, and the ops the model families call,
-// each with the contract of its kernel header (kernels/<op>.h: shapes, = or +=). Pointers given
-// to an op are this backend's device memory. The CPU backend (cpu_backend.h) implements every
-// member with the reference kernels of kernels/cpu/ and oneDNN; the CUDA backend (Step 5) will
-// implement the same members. Nothing here names a model.
+// The backend interface (docs/architecture.md, "Backends and kernels"): what a device must do for
+// the models, the optimizers and the trainer. Memory (allocation, copies, fill), streams, and the
+// ops the model families call, each with the contract of its kernel header (kernels/<op>.h: shapes,
+// = or +=). Pointers given to an op are this backend's device memory. The CPU backend
+// (cpu_backend.cpp) implements every member with the kernels of kernels/cpu/ and oneDNN; the
+// CUDA backend (kernels/cuda/cuda_backend.h) implements the same members, or leaves one to its
+// composite default here (tests/cuda/backend_ops.txt says which). Nothing here names a model.
 //
 // Every member is required. Ops are synchronous on the CPU; on a GPU they are enqueued on the
 // backend's compute stream and synchronize() waits for them.

@@ -1,8 +1,8 @@
 #pragma once
-// Checkpoints (DESIGN §6, docs/design-notes.md "Checkpoint files"): a directory
-// <checkpoints_dir>/step_%08d/ holding manifest.json and one or more safetensors files. The
-// manifest records the format version, the step, the trainer's state (opaque JSON: data
-// position, RNG states, mesh, ...), the job spec, each file's size and XXH3-64 checksum, and a
+// Checkpoints (docs/architecture.md, "Checkpoints"; docs/design-notes.md, "Checkpoint files"): a
+// directory <checkpoints_dir>/step_%08d/ holding manifest.json and one or more safetensors files.
+// The manifest records the format version, the step, the trainer's state (opaque JSON: step,
+// samples consumed, seed, loss scale, skipped steps), the job spec, each file's size and XXH3-64 checksum, and a
 // checksum of its own (manifest_xxh3_64). A checkpoint is written under a temporary name and
 // renamed when complete, so a crash mid-save never leaves a directory that looks finished.
 #include <cstdint>

@@ -4,7 +4,8 @@
 // header = { name: {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
 //            "__metadata__": {string: string} }, offsets relative to the data section.
 // Files we write load in the safetensors Python/Rust libraries and vice versa (GPT-2 import and
-// export, DESIGN §6). Reads are memory-mapped and validated before any tensor is handed out.
+// export; docs/architecture.md, "Checkpoints"). Reads are memory-mapped and validated before any
+// tensor is handed out.
 #include <cstdint>
 #include <map>
 #include <string>

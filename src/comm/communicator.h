@@ -1,9 +1,9 @@
 #pragma once
-// The one communication interface (DESIGN §3): what data, tensor and pipeline parallelism need,
-// and nothing else. Groups are splits of the world. Implementations: MPI over host buffers
-// (mpi_communicator.cpp), a single-process one where every collective is the identity, MPI
-// staged through host memory for device buffers (staged_communicator.h) and NCCL over GPU
-// buffers (kernels/cuda/nccl_communicator.h). Buffers are in the memory of the communicator's
+// The one communication interface (docs/architecture.md, "The virtual mesh"): what data, tensor and
+// pipeline parallelism need, and nothing else. Groups are splits of the world. Implementations: MPI
+// over host buffers (mpi_communicator.cpp), a single-process one where every collective is the
+// identity, MPI staged through host memory for device buffers (staged_communicator.h) and NCCL over
+// GPU buffers (kernels/cuda/nccl_communicator.h). Buffers are in the memory of the communicator's
 // transport: host memory for MPI, the backend's for the staged and NCCL ones.
 //
 // Calls are dtype-aware (F32, F64, BF16, F16 and the integer types) and take element counts of

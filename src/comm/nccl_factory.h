@@ -1,7 +1,8 @@
 #pragma once
-// The communicator over device memory (DESIGN §3): NCCL between the GPUs of a host group's
-// processes (kernels/cuda/nccl_communicator.cu), one GPU per process, reached through the CUDA
-// module (src/backend/cuda_loader.cpp), which throws where the build has none.
+// The communicator over device memory (docs/architecture.md, "The virtual mesh"): NCCL between the
+// GPUs of a host group's processes (kernels/cuda/nccl_communicator.cu), one GPU per process,
+// reached through the CUDA module (src/backend/cuda_loader.cpp), which throws where the build has
+// none.
 #include <memory>
 
 #include "backend/backend.h"

@@ -1,6 +1,6 @@
 #pragma once
-// The job spec (DESIGN §2) as typed structs with their defaults. Parsed and validated once by
-// load_job_spec(); everything downstream trusts these values.
+// The job spec (docs/architecture.md, "The job spec") as typed structs with their defaults. Parsed
+// and validated once by load_job_spec(); everything downstream trusts these values.
 #include <array>
 #include <cstdint>
 #include <memory>

@@ -1,7 +1,7 @@
 #pragma once
-// Reading, checking and writing the job spec (DESIGN §2). Every error is an sg::SpecError whose
-// message is one line: "FILE:LINE:COL: message" (1-based) for something in the file, or
-// "--set a.b=value: message" for something in an override.
+// Reading, checking and writing the job spec (docs/architecture.md, "The job spec"). Every error is
+// an sg::SpecError whose message is one line: "FILE:LINE:COL: message" (1-based) for something in
+// the file, or "--set a.b=value: message" for something in an override.
 #include <string>
 #include <vector>
 

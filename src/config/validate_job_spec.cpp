@@ -216,7 +216,8 @@ class SpecChecker : private SpecChecks {
     at_least("log.every", s_.log.every, 1);
   }
 
-  // The virtual mesh data x tensor x pipeline placed on devices.processes (DESIGN §3).
+  // The virtual mesh data x tensor x pipeline placed on devices.processes
+  // (docs/architecture.md, "The virtual mesh").
   void check_mesh() {
     const ParallelSpec& p = s_.parallel;
     const DevicesSpec& dev = s_.devices;

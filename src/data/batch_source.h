@@ -1,7 +1,7 @@
 #pragma once
-// Where training and validation micro-batches come from (DESIGN §5). A source is an endless
-// sequence of samples in which sample i is a pure function of (seed, i) (the epoch and the
-// position in it follow from i), so a job gives the same batches on any process count, a
+// Where training and validation micro-batches come from (docs/architecture.md, "Data"). A source is
+// an endless sequence of samples in which sample i is a pure function of (seed, i) (the epoch and
+// the position in it follow from i), so a job gives the same batches on any process count, a
 // virtual replica asks for exactly its samples, and a run resumes from one counter.
 // Sources fill the model family's batch fields (tensor/micro_batch.h) and know no model.
 #include <cstdint>

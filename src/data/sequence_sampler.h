@@ -1,11 +1,11 @@
 #pragma once
-// Which training window each sequence reads (DESIGN §3, §5). The token stream is cut into
-// num_windows windows of seq_len + 1 tokens starting at multiples of seq_len (consecutive
-// windows share one token, so every token except the first is a target exactly once per epoch).
-// Sequence i of the run reads window perm_epoch(i % num_windows) of epoch i / num_windows, where
-// perm_epoch is a keyed pseudo-random bijection computed in O(1) memory. So the data order is a
-// pure function of (seed, sequence index): resuming needs one counter, and it does not matter
-// which process or virtual replica asks for a sequence.
+// Which training window each sequence reads (docs/architecture.md, "The virtual mesh" and "Data").
+// The token stream is cut into num_windows windows of seq_len + 1 tokens starting at multiples of
+// seq_len (consecutive windows share one token, so every token except the first is a target exactly
+// once per epoch). Sequence i of the run reads window perm_epoch(i % num_windows) of epoch i /
+// num_windows, where perm_epoch is a keyed pseudo-random bijection computed in O(1) memory. So the
+// data order is a pure function of (seed, sequence index): resuming needs one counter, and it does
+// not matter which process or virtual replica asks for a sequence.
 //
 // Suggested indexing for the trainer: sequence = step * global_batch + replica *
 // batch_per_replica + micro_step * micro_batch + row, which is independent of the physical layout.

@@ -1,5 +1,6 @@
 #pragma once
-// Token shards in llm.c's format (DESIGN §5), so shards made by llm.c's scripts load as they are:
+// Token shards in llm.c's format (docs/architecture.md, "Data"), so shards made by llm.c's scripts
+// load as they are:
 //   int32 header[256]: header[0] = 20240520 (magic), header[1] = 1 (version), header[2] = tokens
 //   uint16 tokens[header[2]]
 // little-endian, nothing after the tokens.

@@ -1,5 +1,6 @@
 #pragma once
-// A model's tensors as named ranges of flat buffers (DESIGN §4): bucketing, ZeRO sharding and
+// A model's tensors as named ranges of flat buffers
+// (docs/architecture.md, "Tensors, models and optimizers"): bucketing, ZeRO sharding and
 // checkpointing all work on ranges of a flat buffer. The model family describes the whole model
 // as a plain value (ModelDescription: each tensor's global name, shape, tensor-parallel split,
 // weight decay, trained parameter or buffer, and pipeline block); this class lays out one

@@ -1,10 +1,10 @@
 #pragma once
-// The optimizer interface (DESIGN §4): an update rule over a range [begin, end) of the flat
-// parameter buffer, with named state of one element per parameter of that range ("m" and "v"
-// for AdamW, "momentum" for SGD). Under ZeRO each data-parallel process keeps one range, so
-// ZeRO shards any optimizer's state; checkpoints store each state tensor by name. Global-norm
-// clipping scales the gradient as the update reads it (no pass of its own), weight decay only
-// where the layout's tensor says so.
+// The optimizer interface (docs/architecture.md, "Tensors, models and optimizers"): an update rule
+// over a range [begin, end) of the flat parameter buffer, with named state of one element per
+// parameter of that range ("m" and "v" for AdamW, "momentum" for SGD). Under ZeRO each
+// data-parallel process keeps one range, so ZeRO shards any optimizer's state; checkpoints store
+// each state tensor by name. Global-norm clipping scales the gradient as the update reads it (no
+// pass of its own), weight decay only where the layout's tensor says so.
 #include <cstddef>
 #include <memory>
 #include <span>

@@ -1,6 +1,7 @@
 #pragma once
-// The optimizer step of a data-parallel group (DESIGN §3): sums the gradients of every replica
-// in the group, clips by the global norm and applies the optimizer (any Optimizer).
+// The optimizer step of a data-parallel group (docs/architecture.md, "The virtual mesh"): sums the
+// gradients of every replica in the group, clips by the global norm and applies the optimizer (any
+// Optimizer).
 //   zero 0: all-reduce the gradients; every process updates every parameter.
 //   zero 1: all-reduce the gradients; each process keeps the optimizer state for one contiguous
 //           shard of the flat buffer, updates that shard, and the shards are all-gathered.

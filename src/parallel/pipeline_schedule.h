@@ -1,5 +1,6 @@
 #pragma once
-// One data-parallel replica's micro-batches through this process's pipeline stage (DESIGN §3).
+// One data-parallel replica's micro-batches through this process's pipeline stage
+// (docs/architecture.md, "The virtual mesh").
 //   gpipe: every micro-batch forward, then every one backward.
 //   1f1b:  stage s runs min(S-s-1, M) warm-up forwards, then alternates one forward and one
 //          backward, then drains the backwards; at most S-s micro-batches are in flight.

@@ -1,8 +1,8 @@
 #pragma once
-// Where this process sits in the virtual mesh data x tensor x pipeline (DESIGN §3) and the
-// communicators of its groups, all splits of the world. Process p has tensor rank p % T,
-// pipeline stage (p / T) % S and data index p / (T*S) (the order `plan` prints); the data index
-// picks which block of virtual data-parallel replicas it runs.
+// Where this process sits in the virtual mesh data x tensor x pipeline
+// (docs/architecture.md, "The virtual mesh") and the communicators of its groups, all splits of the
+// world. Process p has tensor rank p % T, pipeline stage (p / T) % S and data index p / (T*S) (the
+// order `plan` prints); the data index picks which block of virtual data-parallel replicas it runs.
 #include <memory>
 #include <vector>
 

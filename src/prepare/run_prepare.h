@@ -1,5 +1,6 @@
 #pragma once
-// `singularity prepare KIND SRC DST`: raw text in, GPT-2 token shards out (DESIGN §5).
+// `singularity prepare KIND SRC DST`: raw text in, GPT-2 token shards out
+// (docs/architecture.md, "Data").
 //   KIND text         SRC: a .txt file or a directory of them (prepare/text_source.h)
 //   KIND openwebtext  SRC: openwebtext.tar.xz, its subsets, .txt files or .jsonl(.gz|.zst)
 //                     (prepare/openwebtext_source.h)

@@ -1,7 +1,8 @@
 #pragma once
 // Memory owned on one device, allocated by (and returned to) the backend that serves it
-// (DESIGN §4). Move-only; the bytes are not initialised. Parameters, gradients, optimizer state
-// and activation arenas are each one Buffer per process; tensors are views into them.
+// (docs/architecture.md, "Tensors, models and optimizers"). Move-only; the bytes are not
+// initialised. Parameters, gradients, optimizer state and activation arenas are each one Buffer per
+// process; tensors are views into them.
 #include <cstddef>
 
 #include "tensor/device.h"

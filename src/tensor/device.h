@@ -1,5 +1,6 @@
 #pragma once
-// Where a tensor lives (DESIGN §4): the host, or one CUDA device. Spelled "cpu" and "cuda:N".
+// Where a tensor lives (docs/architecture.md, "Tensors, models and optimizers"): the host, or one
+// CUDA device. Spelled "cpu" and "cuda:N".
 #include <string>
 
 namespace sg {

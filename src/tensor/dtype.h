@@ -1,8 +1,8 @@
 #pragma once
-// Element types (DESIGN §4). One enum serves the tensors of every backend and the safetensors
-// files that hold them, so a checkpoint's dtype is the tensor's. The compute dtypes are f32,
-// bf16, f16 (and f64 for reductions); i32 and u16 carry token ids and labels; the rest exist for
-// files written by other tools.
+// Element types (docs/architecture.md, "Tensors, models and optimizers"). One enum serves the
+// tensors of every backend and the safetensors files that hold them, so a checkpoint's dtype is the
+// tensor's. The compute dtypes are f32, bf16, f16 (and f64 for reductions); i32 and u16 carry token
+// ids and labels; the rest exist for files written by other tools.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -1,7 +1,7 @@
 #pragma once
-// A typed view of part of a buffer (DESIGN §4): where the data starts, its dtype, device and
-// shape. Views never own memory; the Buffer they point into must outlive them. Contiguous,
-// row-major.
+// A typed view of part of a buffer (docs/architecture.md, "Tensors, models and optimizers"): where
+// the data starts, its dtype, device and shape. Views never own memory; the Buffer they point into
+// must outlive them. Contiguous, row-major.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -36,7 +36,7 @@ TEST_CASE("suggestions are close keys of the same section, or sections") {
   CHECK(did_you_mean("optim.qqqq") == "");
 }
 
-TEST_CASE("the key table has unique paths and every section of DESIGN §2") {
+TEST_CASE("the key table has unique paths and every section of the job spec") {
   std::set<std::string_view> paths, sections;
   for (const JobSpecKey& key : job_spec_keys()) {
     CHECK_MESSAGE(paths.insert(key.path).second, key.path);

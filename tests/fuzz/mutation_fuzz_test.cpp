@@ -1,8 +1,8 @@
-// Mutation fuzzing of the parsers that read user files (DESIGN §8): thousands of randomly
-// damaged inputs — flipped, inserted, deleted and truncated bytes of a valid file — must each be
-// accepted or rejected with the module's own error type (SpecError for job specs, RunError for
-// shards, safetensors files and checkpoints), never crash, hang or throw anything else.
-// Deterministic seeds, so a failure reproduces.
+// Mutation fuzzing of the parsers that read user files (docs/architecture.md, "Testing"): thousands
+// of randomly damaged inputs — flipped, inserted, deleted and truncated bytes of a valid file —
+// must each be accepted or rejected with the module's own error type (SpecError for job specs,
+// RunError for shards, safetensors files and checkpoints), never crash, hang or throw anything
+// else. Deterministic seeds, so a failure reproduces.
 #include <doctest/doctest.h>
 
 #include <cstdint>

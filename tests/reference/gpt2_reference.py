@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Golden values for the whole-model test (DESIGN §8): a tiny GPT-2's logits, loss, gradients
-and five AdamW steps, computed by PyTorch in float64 from float32 initial weights.
+"""Golden values for the whole-model test (docs/architecture.md, "Testing"): a tiny GPT-2's logits,
+loss, gradients and five AdamW steps, computed by PyTorch in float64 from float32 initial weights.
 
     /usr/bin/python3 tests/reference/gpt2_reference.py [--out tests/reference/gpt2_tiny.safetensors]
 

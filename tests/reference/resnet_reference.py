@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Golden values for the ResNet whole-model test (DESIGN §8): tiny ResNets built from
-torchvision's own blocks (BasicBlock, and Bottleneck with the v1.5 stride on its 3x3), one
-training step in float64 from float32 initial weights; the float32 model's deviation from it
-is printed as a check of the conditioning.
+"""Golden values for the ResNet whole-model test (docs/architecture.md, "Testing"): tiny ResNets
+built from torchvision's own blocks (BasicBlock, and Bottleneck with the v1.5 stride on its 3x3),
+one training step in float64 from float32 initial weights; the float32 model's deviation from it is
+printed as a check of the conditioning.
 
     /usr/bin/python3 tests/reference/resnet_reference.py [--out tests/reference/resnet_tiny.safetensors]
 
