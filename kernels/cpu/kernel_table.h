@@ -21,6 +21,9 @@
 #include "kernels/pool.h"
 #include "kernels/relu.h"
 #include "kernels/residual.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
 #include "kernels/sgd.h"
 
 // Every kernel compiled per variant that the backend calls. A kernel missing here still works
@@ -50,7 +53,9 @@
   X(add_relu_inplace_bf16) X(add_relu_backward_bf16) X(maxpool_forward_bf16)                 \
   X(global_avgpool_forward_bf16) X(nchw_to_nhwc_bf16)                                        \
   X(conv2d_winograd_forward) X(conv2d_winograd_backward_data)                                \
-  X(conv2d_winograd_backward_weights)
+  X(conv2d_winograd_backward_weights)                                                         \
+  X(rmsnorm_forward) X(rmsnorm_backward) X(swiglu_forward) X(swiglu_backward)                \
+  X(rope_qkv_forward) X(rope_qkv_backward)
 
 namespace sg::cpu {
 

@@ -22,6 +22,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/llama_ops.cuh"  // compiled by nvcc here; the Llama family calls it (issue 33)
 #include "kernels/cuda/encoder.cuh"
 #include "kernels/cuda/layernorm.cuh"
 #include "kernels/cuda/op_timer.h"

@@ -22,6 +22,9 @@
 #include "kernels/grad_norm.h"
 #include "kernels/sgd.h"
 #include "kernels/layernorm.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
 #include "kernels/matmul.h"
 #include "kernels/relu.h"
 #include "kernels/residual.h"
@@ -40,6 +43,7 @@
 #include "kernels/cuda/encoder.cuh"
 #include "kernels/cuda/filter_layout.cuh"
 #include "kernels/cuda/layernorm.cuh"
+#include "kernels/cuda/llama_ops.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/optimizer.cuh"
 #include "kernels/cuda/pool.cuh"
@@ -816,4 +820,61 @@ TEST_CASE("emulated GPU: convolution filters cast to bf16 (and transposed) in on
   std::vector<float> dinp(dx.size(), 3.0f);
   sg::cuda::cast_from_16bit(dinp.data(), dx16.data(), static_cast<long>(dx.size()), kStream);
   CHECK(same_bits(dinp, dx));
+}
+
+TEST_CASE("emulated GPU: Llama's RMSNorm, SwiGLU and rotary q/k/v with grouped key/value heads") {
+  // RMSNorm: rows over warps and more than one block of rows (the weight's partial sums).
+  const int N = 70, C = 45;
+  const auto x = random_floats(static_cast<size_t>(N) * C, 301), w = random_floats(C, 302, 0.5f, 1.5f);
+  std::vector<float> y_ref(x.size()), y(x.size()), s_ref(N), s(N);
+  sg::cpu::rmsnorm_forward(y_ref.data(), s_ref.data(), x.data(), w.data(), N, C, 1e-5f);
+  sg::cuda::rmsnorm_forward(y.data(), s.data(), x.data(), w.data(), N, C, 1e-5f, kStream);
+  CHECK_CLOSE(y.data(), y_ref.data(), y.size(), kFp32, "rmsnorm out");
+  CHECK_CLOSE(s.data(), s_ref.data(), s.size(), kFp32, "rmsnorm rstd");
+  const auto dy = random_floats(x.size(), 303);
+  auto dx_ref = random_floats(x.size(), 304), dw_ref = random_floats(C, 305);
+  auto dx = dx_ref, dw = dw_ref;
+  std::vector<float> scratch(static_cast<size_t>(sg::cuda::rmsnorm_backward_scratch(N, C)));
+  sg::cpu::rmsnorm_backward(dx_ref.data(), dw_ref.data(), dy.data(), x.data(), w.data(),
+                            s_ref.data(), N, C);
+  sg::cuda::rmsnorm_backward(dx.data(), dw.data(), scratch.data(), dy.data(), x.data(), w.data(),
+                             s_ref.data(), N, C, kStream);
+  CHECK_CLOSE(dx.data(), dx_ref.data(), dx.size(), kFp32, "rmsnorm dinp (+=)");
+  CHECK_CLOSE(dw.data(), dw_ref.data(), dw.size(), kFp32, "rmsnorm dweight (+=)");
+
+  // SwiGLU: ragged against the blocks.
+  const long rows = 7;
+  const int I = 131;
+  const auto gu = random_floats(static_cast<size_t>(rows) * 2 * I, 306, -5.0f, 5.0f);
+  const auto dz = random_floats(static_cast<size_t>(rows) * I, 307);
+  std::vector<float> z_ref(static_cast<size_t>(rows) * I), z(z_ref.size());
+  std::vector<float> dg_ref(gu.size()), dg(gu.size(), 9.0f);
+  sg::cpu::swiglu_forward(z_ref.data(), gu.data(), rows, I);
+  sg::cuda::swiglu_forward(z.data(), gu.data(), rows, I, kStream);
+  CHECK_CLOSE(z.data(), z_ref.data(), z.size(), kFp32, "swiglu out");
+  sg::cpu::swiglu_backward(dg_ref.data(), gu.data(), dz.data(), rows, I);
+  sg::cuda::swiglu_backward(dg.data(), gu.data(), dz.data(), rows, I, kStream);
+  CHECK_CLOSE(dg.data(), dg_ref.data(), dg.size(), kFp32, "swiglu dinp");
+
+  // Rotary q/k/v: plain attention (NH = NKV), grouped (2 query heads a key head) and one key head.
+  const int B = 2, T = 7, HS = 16;
+  const auto inv = sg::rope_inverse_frequencies(HS, 10000.0, {});
+  std::vector<float> cos_t(T * HS / 2), sin_t(T * HS / 2);
+  sg::rope_tables(cos_t.data(), sin_t.data(), T, inv);
+  for (const auto [NH, NKV] : {std::pair{4, 4}, std::pair{4, 2}, std::pair{3, 1}}) {
+    CAPTURE(NH);
+    CAPTURE(NKV);
+    const size_t in = static_cast<size_t>(B) * T * (NH + 2 * NKV) * HS;
+    const size_t out = static_cast<size_t>(B) * T * 3 * NH * HS;
+    const auto qkv = random_floats(in, 308), d = random_floats(out, 309);
+    std::vector<float> o_ref(out), o(out), dq_ref(in), dq(in, 9.0f);
+    sg::cpu::rope_qkv_forward(o_ref.data(), qkv.data(), cos_t.data(), sin_t.data(), B, T, NH, NKV, HS);
+    sg::cuda::rope_qkv_forward(o.data(), qkv.data(), cos_t.data(), sin_t.data(), B, T, NH, NKV, HS,
+                               kStream);
+    CHECK_CLOSE(o.data(), o_ref.data(), out, kFp32, "rope_qkv out");
+    sg::cpu::rope_qkv_backward(dq_ref.data(), d.data(), cos_t.data(), sin_t.data(), B, T, NH, NKV, HS);
+    sg::cuda::rope_qkv_backward(dq.data(), d.data(), cos_t.data(), sin_t.data(), B, T, NH, NKV, HS,
+                                kStream);
+    CHECK_CLOSE(dq.data(), dq_ref.data(), in, kFp32, "rope_qkv dqkv");
+  }
 }
