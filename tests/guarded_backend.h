@@ -189,6 +189,36 @@ class GuardedBackend final : public Backend {
     inner_.embedding_forward_vocab_range(out, inp, wte_local, N, C, v0, Vl);
   }
 
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C, float eps) override {
+    const Unlocked open(*this);
+    inner_.rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
+  }
+
+  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight, const float* rstd, int N, int C) override {
+    const Unlocked open(*this);
+    inner_.rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+  }
+
+  void swiglu_forward(float* out, const float* inp, long N, int I) override {
+    const Unlocked open(*this);
+    inner_.swiglu_forward(out, inp, N, I);
+  }
+
+  void swiglu_backward(float* dinp, const float* inp, const float* dout, long N, int I) override {
+    const Unlocked open(*this);
+    inner_.swiglu_backward(dinp, inp, dout, N, I);
+  }
+
+  void rope_qkv_forward(float* out, const float* qkv, const float* cos_table, const float* sin_table, int B, int T, int NH, int NKV, int HS) override {
+    const Unlocked open(*this);
+    inner_.rope_qkv_forward(out, qkv, cos_table, sin_table, B, T, NH, NKV, HS);
+  }
+
+  void rope_qkv_backward(float* dqkv, const float* dout, const float* cos_table, const float* sin_table, int B, int T, int NH, int NKV, int HS) override {
+    const Unlocked open(*this);
+    inner_.rope_qkv_backward(dqkv, dout, cos_table, sin_table, B, T, NH, NKV, HS);
+  }
+
   void position_add(float* out, const float* wpe, int B, int T, int C) override {
     const Unlocked open(*this);
     inner_.position_add(out, wpe, B, T, C);

@@ -4,7 +4,6 @@
 // by column in row order, so its bits do not depend on the thread count.
 #include <cmath>
 #include <cstddef>
-#include <vector>
 
 #include "kernels/cpu/fast_exp.h"
 #include "kernels/rmsnorm.h"
@@ -148,10 +147,7 @@ void rope_qkv_backward(float* dqkv, const float* dout, const float* cos_table,
   const int half = HS / 2, group = NH / NKV;
   const size_t in_row = static_cast<size_t>(NH + 2 * NKV) * HS, out_row = 3 * static_cast<size_t>(NH) * HS;
   const size_t C = static_cast<size_t>(NH) * HS;
-#pragma omp parallel
-  {
-  std::vector<float> key_sum(static_cast<size_t>(HS));
-#pragma omp for schedule(static)
+#pragma omp parallel for schedule(static)
   for (long r = 0; r < static_cast<long>(B) * T; ++r) {
     const float* cos_row = cos_table + static_cast<size_t>(r % T) * half;
     const float* sin_row = sin_table + static_cast<size_t>(r % T) * half;
@@ -161,23 +157,27 @@ void rope_qkv_backward(float* dqkv, const float* dout, const float* cos_table,
     float* dv = dk + static_cast<size_t>(NKV) * HS;
     for (int h = 0; h < NH; ++h)
       rotate(dq + static_cast<size_t>(h) * HS, d + static_cast<size_t>(h) * HS, cos_row, sin_row, half, -1.0f);
-    // Sum a group's key and value gradients first (in head order), then turn the key sum back:
-    // the rotation is linear, so this is the sum of the turned gradients.
+    // A group's key and value gradients summed in head order, the key sum then turned back (the
+    // rotation is linear: the sum of the turned gradients).
     for (int j = 0; j < NKV; ++j) {
+      float* dkj = dk + static_cast<size_t>(j) * HS;
       float* dvj = dv + static_cast<size_t>(j) * HS;
-      for (int i = 0; i < HS; ++i) key_sum[i] = 0, dvj[i] = 0;
-      for (int h = j * group; h < (j + 1) * group; ++h) {
-        const float* dk_h = d + C + static_cast<size_t>(h) * HS;
-        const float* dv_h = d + 2 * C + static_cast<size_t>(h) * HS;
-#pragma omp simd
-        for (int i = 0; i < HS; ++i) {
-          key_sum[i] += dk_h[i];
-          dvj[i] += dv_h[i];
+      for (int i = 0; i < half; ++i) {
+        float ka = 0, kb = 0, va = 0, vb = 0;
+        for (int h = j * group; h < (j + 1) * group; ++h) {
+          const float* dk_h = d + C + static_cast<size_t>(h) * HS;
+          const float* dv_h = d + 2 * C + static_cast<size_t>(h) * HS;
+          ka += dk_h[i];
+          kb += dk_h[i + half];
+          va += dv_h[i];
+          vb += dv_h[i + half];
         }
+        dkj[i] = ka * cos_row[i] + kb * sin_row[i];
+        dkj[i + half] = kb * cos_row[i] - ka * sin_row[i];
+        dvj[i] = va;
+        dvj[i + half] = vb;
       }
-      rotate(dk + static_cast<size_t>(j) * HS, key_sum.data(), cos_row, sin_row, half, -1.0f);
     }
-  }
   }
 }
 

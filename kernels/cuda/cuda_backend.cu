@@ -22,7 +22,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/elementwise.cuh"
-#include "kernels/cuda/llama_ops.cuh"  // compiled by nvcc here; the Llama family calls it (issue 33)
+#include "kernels/cuda/llama_ops.cuh"
 #include "kernels/cuda/encoder.cuh"
 #include "kernels/cuda/layernorm.cuh"
 #include "kernels/cuda/op_timer.h"
@@ -453,6 +453,48 @@ void CudaBackend::embedding_forward_vocab_range(float* out, const int32_t* inp,
   const auto timed = begin_op("embedding_forward_vocab_range");
   cuda::embedding_forward_vocab_range(out, inp, wte_local, N, C, v0, Vl, compute_);
 }
+// --- Llama ------------------------------------------------------------------------------------
+
+void CudaBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                                  int N, int C, float eps) {
+  if (N <= 0) return;
+  const auto timed = begin_op("rmsnorm_forward");
+  cuda::rmsnorm_forward(out, rstd, inp, weight, N, C, eps, compute_);
+}
+void CudaBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout,
+                                   const float* inp, const float* weight, const float* rstd,
+                                   int N, int C) {
+  if (N <= 0) return;
+  const auto timed = begin_op("rmsnorm_backward");
+  float* partial = reinterpret_cast<float*>(
+      scratch(sizeof(float) * static_cast<size_t>(cuda::rmsnorm_backward_scratch(N, C))));
+  cuda::rmsnorm_backward(dinp, dweight, partial, dout, inp, weight, rstd, N, C, compute_);
+}
+void CudaBackend::swiglu_forward(float* out, const float* inp, long N, int I) {
+  if (N <= 0 || I <= 0) return;
+  const auto timed = begin_op("swiglu_forward");
+  cuda::swiglu_forward(out, inp, N, I, compute_);
+}
+void CudaBackend::swiglu_backward(float* dinp, const float* inp, const float* dout, long N,
+                                  int I) {
+  if (N <= 0 || I <= 0) return;
+  const auto timed = begin_op("swiglu_backward");
+  cuda::swiglu_backward(dinp, inp, dout, N, I, compute_);
+}
+void CudaBackend::rope_qkv_forward(float* out, const float* qkv, const float* cos_table,
+                                   const float* sin_table, int B, int T, int NH, int NKV, int HS) {
+  if (B <= 0 || T <= 0) return;
+  const auto timed = begin_op("rope_qkv_forward");
+  cuda::rope_qkv_forward(out, qkv, cos_table, sin_table, B, T, NH, NKV, HS, compute_);
+}
+void CudaBackend::rope_qkv_backward(float* dqkv, const float* dout, const float* cos_table,
+                                    const float* sin_table, int B, int T, int NH, int NKV,
+                                    int HS) {
+  if (B <= 0 || T <= 0) return;
+  const auto timed = begin_op("rope_qkv_backward");
+  cuda::rope_qkv_backward(dqkv, dout, cos_table, sin_table, B, T, NH, NKV, HS, compute_);
+}
+
 void CudaBackend::position_add(float* out, const float* wpe, int B, int T, int C) {
   const auto timed = begin_op("position_add");
   cuda::position_add(out, wpe, B, T, C, compute_);

@@ -103,6 +103,12 @@ class CudaBackend final : public Backend {
                         int T, int C) override;
   void embedding_forward_vocab_range(float* out, const int32_t* inp, const float* wte_local,
                                      int N, int C, int v0, int Vl) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C, float eps) override;
+  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight, const float* rstd, int N, int C) override;
+  void swiglu_forward(float* out, const float* inp, long N, int I) override;
+  void swiglu_backward(float* dinp, const float* inp, const float* dout, long N, int I) override;
+  void rope_qkv_forward(float* out, const float* qkv, const float* cos_table, const float* sin_table, int B, int T, int NH, int NKV, int HS) override;
+  void rope_qkv_backward(float* dqkv, const float* dout, const float* cos_table, const float* sin_table, int B, int T, int NH, int NKV, int HS) override;
   void position_add(float* out, const float* wpe, int B, int T, int C) override;
   void encoder_backward_vocab_range(float* dwte_local, float* dwpe, const float* dout,
                                     const int32_t* inp, int B, int T, int C, int v0,

@@ -134,6 +134,13 @@ class Backend {
   virtual void encoder_backward_vocab_range(float* dwte_local, float* dwpe, const float* dout,
                                             const int32_t* inp, int B, int T, int C, int v0,
                                             int Vl) = 0;
+  // --- Llama (kernels/rmsnorm.h, swiglu.h, rope.h): fp32 tensors --------------------------
+  virtual void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C, float eps) = 0;
+  virtual void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight, const float* rstd, int N, int C) = 0;
+  virtual void swiglu_forward(float* out, const float* inp, long N, int I) = 0;
+  virtual void swiglu_backward(float* dinp, const float* inp, const float* dout, long N, int I) = 0;
+  virtual void rope_qkv_forward(float* out, const float* qkv, const float* cos_table, const float* sin_table, int B, int T, int NH, int NKV, int HS) = 0;
+  virtual void rope_qkv_backward(float* dqkv, const float* dout, const float* cos_table, const float* sin_table, int B, int T, int NH, int NKV, int HS) = 0;
   virtual void crossentropy_forward(float* losses, Act probs, ConstAct logits,
                                     const int32_t* targets, int N, int V, int Vp) = 0;
   virtual void crossentropy_backward(Act dlogits, ConstAct probs, const int32_t* targets,

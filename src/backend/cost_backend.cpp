@@ -226,6 +226,31 @@ void CostBackend::embedding_forward_vocab_range(float*, const int32_t*, const fl
                                                 int C, int, int) {
   count("embedding_forward_vocab_range", F * 2.0 * N * C + I * N);
 }
+// One pass over the rows: inp read, out written, rstd written.
+void CostBackend::rmsnorm_forward(float*, float*, const float*, const float*, int N, int C, float) {
+  count("rmsnorm_forward", 2 * F * d(N) * C + F * (d(C) + d(N)));
+}
+// dinp += (read and written), dout and inp read; per-block partials of dweight, then their sum.
+void CostBackend::rmsnorm_backward(float*, float*, const float*, const float*, const float*,
+                                   const float*, int N, int C) {
+  count("rmsnorm_backward", F * (4.0 * N * C + d(N) + 3.0 * C), 2);
+}
+void CostBackend::swiglu_forward(float*, const float*, long N, int I) {
+  count("swiglu_forward", 3 * F * d(N) * I);
+}
+void CostBackend::swiglu_backward(float*, const float*, const float*, long N, int I) {
+  count("swiglu_backward", 5 * F * d(N) * I);
+}
+// Reads the fused q/k/v rows (keys and values once per query head in a group, from cache) and
+// writes the packed rows for the attention.
+void CostBackend::rope_qkv_forward(float*, const float*, const float*, const float*, int B, int T,
+                                   int NH, int NKV, int HS) {
+  count("rope_qkv_forward", F * d(B) * T * HS * ((NH + 2.0 * NKV) + 3.0 * NH) + F * d(T) * HS);
+}
+void CostBackend::rope_qkv_backward(float*, const float*, const float*, const float*, int B, int T,
+                                    int NH, int NKV, int HS) {
+  count("rope_qkv_backward", F * d(B) * T * HS * ((NH + 2.0 * NKV) + 3.0 * NH) + F * d(T) * HS);
+}
 void CostBackend::position_add(float*, const float*, int B, int T, int C) {
   count("position_add", F * (2.0 * B * T * C + d(T) * C));
 }

@@ -226,6 +226,30 @@ class CpuBackend final : public Backend {
     const ScopedOpTimer timer("embedding_forward_vocab_range");
     kernels_.embedding_forward_vocab_range(out, inp, wte_local, N, C, v0, Vl);
   }
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C, float eps) override {
+    const ScopedOpTimer timer("rmsnorm_forward");
+    kernels_.rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
+  }
+  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight, const float* rstd, int N, int C) override {
+    const ScopedOpTimer timer("rmsnorm_backward");
+    kernels_.rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+  }
+  void swiglu_forward(float* out, const float* inp, long N, int I) override {
+    const ScopedOpTimer timer("swiglu_forward");
+    kernels_.swiglu_forward(out, inp, N, I);
+  }
+  void swiglu_backward(float* dinp, const float* inp, const float* dout, long N, int I) override {
+    const ScopedOpTimer timer("swiglu_backward");
+    kernels_.swiglu_backward(dinp, inp, dout, N, I);
+  }
+  void rope_qkv_forward(float* out, const float* qkv, const float* cos_table, const float* sin_table, int B, int T, int NH, int NKV, int HS) override {
+    const ScopedOpTimer timer("rope_qkv_forward");
+    kernels_.rope_qkv_forward(out, qkv, cos_table, sin_table, B, T, NH, NKV, HS);
+  }
+  void rope_qkv_backward(float* dqkv, const float* dout, const float* cos_table, const float* sin_table, int B, int T, int NH, int NKV, int HS) override {
+    const ScopedOpTimer timer("rope_qkv_backward");
+    kernels_.rope_qkv_backward(dqkv, dout, cos_table, sin_table, B, T, NH, NKV, HS);
+  }
   void position_add(float* out, const float* wpe, int B, int T, int C) override {
     const ScopedOpTimer timer("position_add");
     kernels_.position_add(out, wpe, B, T, C);

@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "backend/device.h"
+#include "kernels/rope.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "util/error.h"
 
@@ -183,6 +184,55 @@ TEST_CASE("layernorm forward and backward") {
   check_twin(dx, kAccumulated, "dinp (+=)");
   check_twin(dw, kAccumulated, "dweight (+=)");
   check_twin(db, kAccumulated, "dbias (+=)");
+}
+
+TEST_CASE("Llama: RMSNorm, SwiGLU, rotary q/k/v with grouped key/value heads") {
+  const int N = 45, C = 96;
+  Twin<float> x(random_floats(static_cast<size_t>(N) * C, 131, -2.0f, 3.0f));
+  Twin<float> w(random_floats(C, 132, 0.5f, 1.5f));
+  Twin<float> out(static_cast<size_t>(N) * C, 0.0f), rstd(N, 0.0f);
+  cpu().rmsnorm_forward(out.c(), rstd.c(), x.c(), w.c(), N, C, 1e-5f);
+  gpu().rmsnorm_forward(out.g(), rstd.g(), x.g(), w.g(), N, C, 1e-5f);
+  check_twin(out, kAccumulated, "rmsnorm out");
+  check_twin(rstd, kAccumulated, "rmsnorm rstd");
+  Twin<float> dy(random_floats(static_cast<size_t>(N) * C, 134));
+  Twin<float> dx(static_cast<size_t>(N) * C, 0.25f), dw(C, 1.0f);
+  cpu().rmsnorm_backward(dx.c(), dw.c(), dy.c(), x.c(), w.c(), rstd.c(), N, C);
+  gpu().rmsnorm_backward(dx.g(), dw.g(), dy.g(), x.g(), w.g(), rstd.g(), N, C);
+  check_twin(dx, kAccumulated, "rmsnorm dinp (+=)");
+  check_twin(dw, kAccumulated, "rmsnorm dweight (+=)");
+
+  const long rows = 33;
+  const int I = 70;
+  Twin<float> gu(random_floats(static_cast<size_t>(rows) * 2 * I, 135, -5.0f, 5.0f));
+  Twin<float> z(static_cast<size_t>(rows) * I, 0.0f), dz(random_floats(static_cast<size_t>(rows) * I, 136));
+  Twin<float> dgu(static_cast<size_t>(rows) * 2 * I, 3.0f);
+  cpu().swiglu_forward(z.c(), gu.c(), rows, I);
+  gpu().swiglu_forward(z.g(), gu.g(), rows, I);
+  check_twin(z, kElementwise, "swiglu");
+  cpu().swiglu_backward(dgu.c(), gu.c(), dz.c(), rows, I);
+  gpu().swiglu_backward(dgu.g(), gu.g(), dz.g(), rows, I);
+  check_twin(dgu, kElementwise, "swiglu backward (written)");
+
+  const int B = 2, T = 9, HS = 32;
+  const auto inv = sg::rope_inverse_frequencies(HS, 10000.0, {});
+  std::vector<float> cos_host(T * HS / 2), sin_host(T * HS / 2);
+  sg::rope_tables(cos_host.data(), sin_host.data(), T, inv);
+  Twin<float> cos_t(cos_host), sin_t(sin_host);
+  for (const auto [NH, NKV] : {std::pair{4, 4}, std::pair{6, 2}}) {
+    CAPTURE(NH);
+    CAPTURE(NKV);
+    const size_t in = static_cast<size_t>(B) * T * (NH + 2 * NKV) * HS;
+    const size_t packed = static_cast<size_t>(B) * T * 3 * NH * HS;
+    Twin<float> qkv(random_floats(in, 137)), o(packed, 0.0f), d(random_floats(packed, 138));
+    Twin<float> dqkv(in, 2.0f);
+    cpu().rope_qkv_forward(o.c(), qkv.c(), cos_t.c(), sin_t.c(), B, T, NH, NKV, HS);
+    gpu().rope_qkv_forward(o.g(), qkv.g(), cos_t.g(), sin_t.g(), B, T, NH, NKV, HS);
+    check_twin(o, kElementwise, "rope_qkv");
+    cpu().rope_qkv_backward(dqkv.c(), d.c(), cos_t.c(), sin_t.c(), B, T, NH, NKV, HS);
+    gpu().rope_qkv_backward(dqkv.g(), d.g(), cos_t.g(), sin_t.g(), B, T, NH, NKV, HS);
+    check_twin(dqkv, kAccumulated, "rope_qkv backward (written; groups summed)");
+  }
 }
 
 TEST_CASE("attention: flash kernels against the CPU's probabilities, T=64 NH=4 C=128") {
