@@ -115,17 +115,32 @@ inline void rotate(float* out, const float* x, const float* cos_row, const float
   }
 }
 
+// The sizes both directions use: rows of the fused projection (in) and of the packed attention
+// input (out), and where row r's cos and sin start in the tables.
+struct RopeShape {
+  RopeShape(int T, int NH, int NKV, int HS)
+      : T(T), half(HS / 2), group(NH / NKV),
+        C(static_cast<size_t>(NH) * HS),
+        in_row(static_cast<size_t>(NH + 2 * NKV) * HS),
+        out_row(3 * C) {}
+  const float* angles(const float* table, long r) const {
+    return table + static_cast<size_t>(r % T) * half;
+  }
+  int T, half, group;
+  size_t C, in_row, out_row;
+};
+
 }  // namespace
 
 void rope_qkv_forward(float* out, const float* qkv, const float* cos_table,
                       const float* sin_table, int B, int T, int NH, int NKV, int HS) {
-  const int half = HS / 2, group = NH / NKV;
-  const size_t in_row = static_cast<size_t>(NH + 2 * NKV) * HS, out_row = 3 * static_cast<size_t>(NH) * HS;
-  const size_t C = static_cast<size_t>(NH) * HS;
+  const RopeShape shape(T, NH, NKV, HS);
+  const int half = shape.half, group = shape.group;
+  const size_t C = shape.C, in_row = shape.in_row, out_row = shape.out_row;
 #pragma omp parallel for schedule(static)
   for (long r = 0; r < static_cast<long>(B) * T; ++r) {
-    const float* cos_row = cos_table + static_cast<size_t>(r % T) * half;
-    const float* sin_row = sin_table + static_cast<size_t>(r % T) * half;
+    const float* cos_row = shape.angles(cos_table, r);
+    const float* sin_row = shape.angles(sin_table, r);
     const float* q = qkv + r * in_row;
     const float* k = q + C;
     const float* v = k + static_cast<size_t>(NKV) * HS;
@@ -144,13 +159,13 @@ void rope_qkv_forward(float* out, const float* qkv, const float* cos_table,
 
 void rope_qkv_backward(float* dqkv, const float* dout, const float* cos_table,
                        const float* sin_table, int B, int T, int NH, int NKV, int HS) {
-  const int half = HS / 2, group = NH / NKV;
-  const size_t in_row = static_cast<size_t>(NH + 2 * NKV) * HS, out_row = 3 * static_cast<size_t>(NH) * HS;
-  const size_t C = static_cast<size_t>(NH) * HS;
+  const RopeShape shape(T, NH, NKV, HS);
+  const int half = shape.half, group = shape.group;
+  const size_t C = shape.C, in_row = shape.in_row, out_row = shape.out_row;
 #pragma omp parallel for schedule(static)
   for (long r = 0; r < static_cast<long>(B) * T; ++r) {
-    const float* cos_row = cos_table + static_cast<size_t>(r % T) * half;
-    const float* sin_row = sin_table + static_cast<size_t>(r % T) * half;
+    const float* cos_row = shape.angles(cos_table, r);
+    const float* sin_row = shape.angles(sin_table, r);
     const float* d = dout + r * out_row;
     float* dq = dqkv + r * in_row;
     float* dk = dq + C;

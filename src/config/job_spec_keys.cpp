@@ -188,6 +188,15 @@ std::optional<std::string> nearest_word(std::string_view word,
   return best;
 }
 
+std::string not_one_of_message(std::string_view key, std::string_view got, std::string_view word,
+                               const std::vector<std::string_view>& allowed) {
+  std::string list;
+  for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  const auto near = nearest_word(word, allowed);
+  return std::string(key) + " must be one of " + list + "; got " + std::string(got) +
+         (near ? "; did you mean '" + *near + "'?" : "");
+}
+
 std::optional<std::string> suggest_job_spec_key(std::string_view path) {
   size_t dot = path.find('.');
   std::string_view section = dot == std::string_view::npos ? std::string_view{} : path.substr(0, dot);

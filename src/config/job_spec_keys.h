@@ -53,6 +53,12 @@ std::optional<std::string> suggest_job_spec_key(std::string_view path);
 // "; did you mean 'optim.lr'?" or "" -- appended to unknown-key messages.
 std::string did_you_mean(std::string_view path);
 
+// "optim.decay must be one of cosine, linear, step, constant; got 'cosin'; did you mean
+// 'cosine'?": the message for a word outside `allowed`. `got` is what the user gave as the
+// message shows it ("'cosin'", "a list"); `word` the text a typo is looked for in.
+std::string not_one_of_message(std::string_view key, std::string_view got, std::string_view word,
+                               const std::vector<std::string_view>& allowed);
+
 // Optimal string alignment distance (Levenshtein plus adjacent transpositions).
 int edit_distance(std::string_view a, std::string_view b);
 

@@ -142,11 +142,8 @@ void check_model_keys(FlatSpec& flat, const std::string& arch, const std::string
     auto it = flat.values.find("model.arch");
     std::vector<std::string_view> names;
     for (const ModelFamilyEntry& entry : model_family_entries()) names.push_back(entry.arch);
-    auto near = nearest_word(arch, names);
-    throw SpecError(fmt::format("{}: model.arch must be one of {}; got '{}'{}",
-                                it == flat.values.end() ? source : it->second.location,
-                                model_arch_list(), arch,
-                                near ? "; did you mean '" + *near + "'?" : ""));
+    throw SpecError((it == flat.values.end() ? source : it->second.location) + ": " +
+                    not_one_of_message("model.arch", "'" + arch + "'", arch, names));
   }
   auto has_key = [](std::string_view family, std::string_view path) {
     for (const JobSpecKey& key : job_spec_keys(family))

@@ -6,7 +6,6 @@
 #include <cctype>
 #include <charconv>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <limits>
 #include <type_traits>
 
@@ -98,11 +97,8 @@ E to_enum(const JobSpecKey& key, const YAML::Node& value) {
   const std::string text = value.IsScalar() ? value.Scalar() : std::string{};
   if (value.IsScalar())
     if (std::optional<E> parsed = parse_spec_enum<E>(text)) return *parsed;
-  const std::vector<std::string_view> allowed = spec_enum_names<E>();
-  auto near = nearest_word(text, allowed);
-  throw SpecError(fmt::format("{} must be one of {}; got {}{}", key.path, fmt::join(allowed, ", "),
-                              value.IsScalar() ? "'" + text + "'" : describe_yaml_value(value),
-                              near ? "; did you mean '" + *near + "'?" : ""));
+  throw SpecError(not_one_of_message(key.path, describe_yaml_value(value), text,
+                                     spec_enum_names<E>()));
 }
 
 std::array<double, 2> to_pair(const JobSpecKey& key, const YAML::Node& value) {

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "config/job_spec_keys.h"
 #include "util/error.h"
@@ -31,9 +30,7 @@ void SpecChecks::one_of(std::string_view key, const std::string& value,
                         const std::vector<std::string_view>& allowed) const {
   for (std::string_view a : allowed)
     if (value == a) return;
-  auto near = nearest_word(value, allowed);
-  fail({key}, fmt::format("{} must be one of {}; got '{}'{}", key, fmt::join(allowed, ", "), value,
-                          near ? "; did you mean '" + *near + "'?" : ""));
+  fail({key}, not_one_of_message(key, "'" + value + "'", value, allowed));
 }
 
 void SpecChecks::float_at_least(std::string_view key, double value, double min,

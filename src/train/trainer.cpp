@@ -177,6 +177,7 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
   // train.time_limit counts from the start of this process.
   const std::optional<double> time_limit = parse_duration_seconds(spec.train.time_limit);
   double longest_step = 0;
+  MetricsLog* log = run.log ? &*run.log : nullptr;  // rank 0's
   while (progress.state.step < progress.last_step) {
     const auto t0 = std::chrono::steady_clock::now();
     const StepResult step = train_step(run);
@@ -187,13 +188,13 @@ TrainResult run_training(const JobSpec& spec, Communicator& world, const TrainOp
     const int64_t done = progress.state.step;
     if (due(done, spec.eval.every, progress.last_step)) maybe_evaluate(run, result, false);
     const bool saved = due(done, spec.checkpoint.every, progress.last_step);
-    if (saved) save_checkpoint_now(env, run.model, progress, run.log ? &*run.log : nullptr);
+    if (saved) save_checkpoint_now(env, run.model, progress, log);
     longest_step = std::max(longest_step, seconds);
     const int stop = agree_on_stop(env, progress, time_limit, longest_step);
     if (stop != 0 && done < progress.last_step) {
-      if (!saved) save_checkpoint_now(env, run.model, progress, run.log ? &*run.log : nullptr);
+      if (!saved) save_checkpoint_now(env, run.model, progress, log);
       result.stopped_by = stop == kStopTimeLimit ? "train.time_limit" : signal_name(stop);
-      if (env.root() && !env.options.quiet) say_stopped(env, progress, *run.log, result.stopped_by);
+      if (env.root() && !env.options.quiet) say_stopped(env, progress, *log, result.stopped_by);
       break;
     }
   }
