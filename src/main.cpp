@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
                          "output directory (torchvision: or a .safetensors file)")
       ->required();
   export_cmd->add_option("--format", args.export_args.format,
-                         "hf (GPT-2 for transformers) or torchvision (ResNet state dict)")
+                         "hf (GPT-2 or Llama for transformers) or torchvision (ResNet state dict)")
       ->required()
       ->check(CLI::IsMember({"hf", "torchvision"}));
   export_cmd->add_option("--tokenizer", args.export_args.tokenizer_dir,

@@ -1,7 +1,8 @@
 // `singularity export SOURCE DIR --format hf|torchvision`: a checkpoint's weights (or a job's
 // starting weights) in the layout other tools load (model/weight_formats.h):
-//   hf           GPT-2 -> DIR/config.json + DIR/model.safetensors for
-//                transformers.GPT2LMHeadModel.from_pretrained(DIR); with --tokenizer, GPT-2's
+//   hf           GPT-2 or Llama -> DIR/config.json + DIR/model.safetensors for
+//                transformers' GPT2LMHeadModel or LlamaForCausalLM.from_pretrained(DIR); with
+//                --tokenizer, GPT-2's
 //                encoder.json and vocab.bpe as vocab.json and merges.txt, for GPT2TokenizerFast;
 //   torchvision  ResNet -> a state dict (DIR/model.safetensors, or DIR itself when it ends in
 //                .safetensors) for torchvision.models.resnetNN().load_state_dict(strict=True).

@@ -38,11 +38,14 @@ struct JobSpecKey {
 };
 
 // Every key of every family, in the order job_spec_to_yaml writes them (a family's keys after
-// model.arch, families in registry order).
+// model.arch, families in registry order). Families may share a key's path (GPT-2's and Llama's
+// model.n_layer), each reaching its own field: a path then appears once per family.
 std::span<const JobSpecKey> job_spec_keys();
 // The keys of a job whose model.arch is `arch`: the core keys and that family's.
 std::span<const JobSpecKey> job_spec_keys(std::string_view arch);
 
+// The first key with `path` (whether a path is known; a model key's field is reached through
+// job_spec_keys(arch)).
 const JobSpecKey* find_job_spec_key(std::string_view path);
 bool is_job_spec_section(std::string_view name);
 

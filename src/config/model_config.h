@@ -59,7 +59,7 @@ struct ModelFamilyEntry {
 // The registered families, in the order their keys are listed (src/model/model_registry.cpp).
 std::span<const ModelFamilyEntry> model_family_entries();
 const ModelFamilyEntry* find_model_family(std::string_view arch);
-// "gpt2, resnet": for messages.
+// "gpt2, llama, resnet": for messages.
 std::string model_arch_list();
 
 }  // namespace sg

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/arena_carver.h"
+#include "model/decoder_rules.h"
 #include "util/error.h"
 
 namespace sg {
@@ -37,21 +39,6 @@ Widths widths_of(const GPT2Shape& shape, const ParameterLayout& layout, size_t B
           static_cast<size_t>(split.vocab_rows)};
 }
 
-// Hands out consecutive pieces of an arena, each on a 64-byte line, or with a null base only
-// counts them (bytes).
-struct Carver {
-  char* base = nullptr;
-  DType storage = DType::F32;  // the Act pieces'
-  size_t used = 0;
-  void* bytes(size_t n) {
-    void* p = base != nullptr ? base + used : nullptr;
-    used += (n + 63) / 64 * 64;
-    return p;
-  }
-  float* take(size_t n) { return static_cast<float*>(bytes(n * sizeof(float))); }
-  Act act(size_t n) { return {bytes(n * dtype_size(storage)), storage}; }
-};
-
 }  // namespace
 
 size_t GPT2::lay_out(void* base, const GPT2Shape& shape, const ParameterLayout& layout, int B,
@@ -59,7 +46,7 @@ size_t GPT2::lay_out(void* base, const GPT2Shape& shape, const ParameterLayout& 
                      DType storage, std::vector<Slot>* slots_out, Scratch* scratch_out) {
   const Widths w = widths_of(shape, layout, static_cast<size_t>(B), static_cast<size_t>(T));
   const size_t N = w.N, C = w.C;
-  Carver carve{static_cast<char*>(base), storage};
+  ArenaCarver carve{static_cast<char*>(base), storage};
   // One layer's activations: all of them, or (shared) those a recompute rebuilds.
   const auto layer = [&](LayerActs& a, bool attention_state) {
     a.ln1 = carve.act(N * C);
@@ -87,12 +74,7 @@ size_t GPT2::lay_out(void* base, const GPT2Shape& shape, const ParameterLayout& 
     s.input = carve.take(N * C);
     s.layers.resize(static_cast<size_t>(layout.blocks()));
     for (LayerActs& a : s.layers) {
-      if (recompute == Recompute::Full) {
-        a = shared;
-      } else {
-        layer(a, recompute == Recompute::None);
-        if (recompute == Recompute::Selective) a.att = shared.att;
-      }
+      place_layer(a, shared, recompute, layer);
       a.residual3 = carve.take(N * C);
     }
     if (layout.last_stage()) {
@@ -164,6 +146,8 @@ GPT2::GPT2(const GPT2Shape& shape, const ParameterLayout& layout, int B, int T, 
   datt_ = scratch.datt;
   dfch_ = scratch.dfch;
   dfch_gelu_ = scratch.dfch_gelu;
+  loss_ = {&backend, tensors_ > 1 ? tp : nullptr, B * T, shape_.vocab, split_.vocab_rows,
+           split_.vocab_begin};
   if (const size_t copy = gpt2_weight_copy_bytes(layout, storage); copy > 0) {
     weights16_ = Buffer(backend, copy);
   }
@@ -223,32 +207,6 @@ void GPT2::block_forward(Slot& s, int l, const float* params, const float* x) {
   backend_.residual_forward(a.residual3, a.residual2, a.fcproj, static_cast<long>(N) * C);
 }
 
-void GPT2::loss_forward(Slot& s, const int32_t* targets, float fused_dloss) {
-  const int N = B_ * T_, V = shape_.vocab, Vl = split_.vocab_rows;
-  if (tensors_ == 1) {
-    if (fused_dloss != 0.0f) {
-      backend_.crossentropy_forward_backward(s.losses, s.logits, s.logits, targets, fused_dloss, N, V,
-                                         Vl);
-    } else {
-      backend_.crossentropy_forward(s.losses, s.logits, s.logits, targets, N, V, Vl);
-    }
-    return;
-  }
-  // Vocabulary-parallel: only per-row statistics cross the tensor group, never the logits.
-  const int v0 = split_.vocab_begin;
-  float *row_max = s.ce_stats, *sum_exp = s.ce_stats + N, *target_logit = s.ce_stats + 2 * N;
-  backend_.crossentropy_vp_max(row_max, s.logits.f32(), N, Vl, v0, V);
-  tp_->all_reduce_max(row_max, static_cast<size_t>(N));
-  backend_.crossentropy_vp_sums(sum_exp, target_logit, s.logits.f32(), row_max, targets, N, Vl, v0,
-                                V);
-  tp_sum(sum_exp, 2 * static_cast<size_t>(N));  // sum_exp and target_logit are adjacent
-  backend_.crossentropy_vp_losses(s.losses, row_max, sum_exp, target_logit, N);
-  if (fused_dloss != 0.0f) {
-    backend_.crossentropy_vp_backward(s.logits.f32(), s.logits.f32(), row_max, sum_exp, targets,
-                                      fused_dloss, N, Vl, v0, V);
-  }
-}
-
 float GPT2::forward_stage(int slot, const float* params, const int32_t* inputs,
                           const int32_t* targets, float fused_dloss) {
   const int B = B_, T = T_, C = shape_.n_embd, N = B * T;
@@ -278,27 +236,16 @@ float GPT2::forward_stage(int slot, const float* params, const int32_t* inputs,
   backend_.matmul_forward(s.logits, s.lnf, product_weight(params, params + wte_), nullptr, N, C,
                           split_.vocab_rows);
   if (targets == nullptr) return 0.0f;
-  loss_forward(s, targets, fused_dloss);
+  loss_.forward(s.losses, s.logits, s.ce_stats, targets, fused_dloss);
   s.fused_dloss = fused_dloss;
   s.have_probs = true;
-  losses_host_.resize(static_cast<size_t>(N));
-  backend_.copy_to_host(losses_host_.data(), s.losses, losses_host_.size() * sizeof(float));
-  double sum = 0;  // fixed order: deterministic
-  for (float l : losses_host_) sum += l;
-  return static_cast<float>(sum / N);
+  return loss_.mean(s.losses, losses_host_);
 }
 
 void GPT2::logits_backward(Slot& s, const int32_t* targets, float dloss) {
   if (!s.have_probs) throw RunError("GPT2::backward called without a forward pass with targets");
-  const int N = B_ * T_, V = shape_.vocab, Vl = split_.vocab_rows;
   if (s.fused_dloss == 0.0f) {
-    if (tensors_ == 1) {
-      backend_.crossentropy_backward(s.logits, s.logits, targets, dloss, N, V, Vl);
-    } else {
-      backend_.crossentropy_vp_backward(s.logits.f32(), s.logits.f32(), s.ce_stats,
-                                        s.ce_stats + N, targets, dloss, N, Vl,
-                                        split_.vocab_begin, V);
-    }
+    loss_.backward(s.logits, s.ce_stats, targets, dloss);
   } else if (s.fused_dloss != dloss) {
     throw RunError("GPT2::backward: dloss differs from the one fused into the forward pass");
   }

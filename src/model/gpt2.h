@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "model/gpt2_family.h"
+#include "model/lm_loss.h"
 #include "model/model_family.h"
 #include "parallel/tensor_group.h"
 
@@ -127,7 +128,6 @@ class GPT2 final : public StageModel {
   ConstAct product_weight(const float* params, const float* w) const;
   void block_forward(Slot& s, int l, const float* params, const float* x);
   void block_backward(Slot& s, int l, float* grads, const float* params, const float* x);
-  void loss_forward(Slot& s, const int32_t* targets, float fused_dloss);
   void logits_backward(Slot& s, const int32_t* targets, float dloss);
 
   const ParameterLayout& layout_;
@@ -147,6 +147,7 @@ class GPT2 final : public StageModel {
   // gradient scratch, reused by every layer and slot
   float *dresidual_ = nullptr, *dln_ = nullptr, *dqkv_ = nullptr, *datt_ = nullptr;
   Act datty_, dfch_, dfch_gelu_;
+  LmLoss loss_;
   std::vector<float> losses_host_;  // the per-position losses, summed on the host
 };
 

@@ -4,8 +4,8 @@
 // so far are kept, and the new token's query attends to them. The model (GPT2, gpt2.h) re-runs
 // the whole window for every token instead, which is what training needs but quadratic here.
 //
-// Everything but the single-query attention step, the one-row matrix products (cblas_sgemv, see
-// linear()) and the sampling is the backend's ops (backend.h) on the CPU backend; the cache and
+// Everything but the single-query attention step and the one-row matrix products (decode_ops.h)
+// and the sampling is the backend's ops (backend.h) on the CPU backend; the cache and
 // the activations live in host memory.
 //
 // Beyond the context: absolute position embeddings tie every cached key to its position, so a
@@ -51,9 +51,6 @@ class GPT2Decoder final : public TextDecoder {
   // Runs the blocks over positions [length_, length_ + P) whose embeddings are in x_, appending
   // their keys and values to the cache; then the logits of the last position.
   std::span<const float> run_positions(int P);
-  void attend_one(float* out, const float* q, int layer, int position) const;
-  void linear(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
-              int OC);
 
   GPT2Shape shape_;
   Backend& backend_;

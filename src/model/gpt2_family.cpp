@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "model/decoder_rules.h"
 #include "model/gpt2.h"
 #include "util/error.h"
 #include "util/rng.h"
@@ -65,9 +66,8 @@ int64_t gpt2_parameter_count(const GPT2Shape& s) {
 }
 
 double training_flops_per_token(const GPT2Shape& s, int seq_len) {
-  const double params = static_cast<double>(gpt2_parameter_count(s));
-  const double attention = 6.0 * s.n_layer * static_cast<double>(seq_len) * s.n_embd;
-  return 6.0 * params + attention;
+  return decoder_training_flops_per_token(static_cast<double>(gpt2_parameter_count(s)), s.n_layer,
+                                          s.n_embd, seq_len);
 }
 
 GPT2Split gpt2_split(const GPT2Shape& shape, const ModelShard& shard) {
@@ -139,7 +139,7 @@ std::vector<BatchField> GPT2Family::batch_fields(int micro_batch) const {
 }
 
 std::string GPT2Family::evaluation_summary(double loss, const std::vector<double>&) const {
-  return fmt::format("val loss {:.4f}, perplexity {:.3f}", loss, std::exp(loss));
+  return decoder_evaluation_summary(loss);
 }
 
 std::unique_ptr<StageModel> GPT2Family::make_stage(const ParameterLayout& layout,

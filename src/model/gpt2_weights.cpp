@@ -12,30 +12,6 @@
 
 namespace sg {
 namespace fs = std::filesystem;
-namespace {
-
-// GPT-2's tokenizer files under the names transformers' GPT2Tokenizer(Fast) reads.
-void copy_tokenizer(const std::string& tokenizer_dir, const std::string& dir, int context) {
-  const std::pair<const char*, const char*> files[] = {{"encoder.json", "vocab.json"},
-                                                       {"vocab.bpe", "merges.txt"}};
-  for (const auto& [ours, theirs] : files) {
-    const fs::path from = fs::path(tokenizer_dir) / ours;
-    if (!fs::is_regular_file(from))
-      throw RunError(from.string() +
-                     ": missing; --tokenizer needs GPT-2's encoder.json and "
-                     "vocab.bpe");
-    std::error_code ec;
-    fs::copy_file(from, fs::path(dir) / theirs, fs::copy_options::overwrite_existing, ec);
-    if (ec) throw RunError(from.string() + ": cannot copy to " + dir + ": " + ec.message());
-  }
-  const nlohmann::json config = {
-      {"tokenizer_class", "GPT2Tokenizer"}, {"model_max_length", context},
-      {"bos_token", "<|endoftext|>"},       {"eos_token", "<|endoftext|>"},
-      {"unk_token", "<|endoftext|>"},       {"add_prefix_space", false}};
-  write_text_file((fs::path(dir) / "tokenizer_config.json").string(), config.dump(2) + "\n");
-}
-
-}  // namespace
 
 std::string GPT2Family::export_weights(const std::string& dir, const float* params, const float*,
                                        const ExportOptions& options) const {
@@ -45,7 +21,7 @@ std::string GPT2Family::export_weights(const std::string& dir, const float* para
                         gpt2_to_hf_tensors(shape_, params));
   std::string extra;
   if (!options.tokenizer_dir.empty()) {
-    copy_tokenizer(options.tokenizer_dir, dir, shape_.context);
+    copy_gpt2_tokenizer(options.tokenizer_dir, dir, shape_.context);
     extra = ", vocab.json, merges.txt, tokenizer_config.json";
   }
   return fmt::format("{} (Hugging Face GPT-2: config.json, model.safetensors{})", dir, extra);

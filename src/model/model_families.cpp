@@ -5,6 +5,7 @@
 // the job spec's readers (and the fuzz build) do not pull in the models.
 #include "config/job_spec_keys.h"
 #include "model/gpt2_config.h"
+#include "model/llama_config.h"
 #include "model/resnet_config.h"
 
 namespace sg {
@@ -19,6 +20,10 @@ constexpr ModelFamilyEntry kFamilies[] = {
     {GPT2Config::kArch, "GPT-2",
      "decoder: layer norm, learned positions, GELU MLP, tied head (Hugging Face's GPT-2)", "hf",
      gpt2_keys, make_config<GPT2Config>},
+    {LlamaConfig::kArch, "Llama",
+     "decoder: RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention (transformers' "
+     "LlamaForCausalLM)",
+     "hf", llama_keys, make_config<LlamaConfig>},
     {ResNetConfig::kArch, "ResNet", "image classifier: ResNet v1.5 (torchvision's layouts)",
      "torchvision", resnet_keys, make_config<ResNetConfig>},
 };

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "comm/communicator.h"
+#include "model/arena_carver.h"
 #include "util/error.h"
 
 namespace sg {
@@ -24,24 +25,6 @@ ResNetUnit resolve(const ConvBn& u, const ParameterLayout& layout, int B) {
   r.relu = u.relu;
   return r;
 }
-
-// Hands out consecutive pieces of an arena (or, with a null base, only counts them), each
-// rounded up to 64 bytes: fp32 ones (take) and activations in the stored type (act). `used`
-// counts floats.
-struct Carver {
-  float* base = nullptr;
-  DType storage = DType::F32;
-  size_t used = 0;
-  float* take(size_t n) {
-    float* p = base ? base + used : nullptr;
-    used += (n + 15) / 16 * 16;
-    return p;
-  }
-  Act act(size_t n) {
-    const size_t floats = (n * dtype_size(storage) + sizeof(float) - 1) / sizeof(float);
-    return {take(floats), storage};
-  }
-};
 
 }  // namespace
 
@@ -145,7 +128,7 @@ size_t resnet_activation_floats(const ResNetFamily& family, const ParameterLayou
 
 size_t ResNet::lay_out(float* arena, int slots) {
   const ResNetStagePlan& p = plan_;
-  Carver carve{arena, storage_};
+  ArenaCarver carve{reinterpret_cast<char*>(arena), storage_};
   const bool act16 = storage_ != DType::F32;
   auto unit = [&](const Unit& u) {
     UnitActs a;
@@ -231,7 +214,7 @@ size_t ResNet::lay_out(float* arena, int slots) {
     correct_ = correct;
     output_grad_ = grad_a_;
   }
-  return carve.used;
+  return carve.used / sizeof(float);
 }
 
 Act ResNet::block_output(const Slot& s) const {

@@ -15,6 +15,7 @@
 #include "util/error.h"
 
 namespace sg {
+namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kHfPrefix = "transformer.";
@@ -110,6 +111,17 @@ nlohmann::json hf_gpt2_config(const GPT2Shape& s) {
           {"torch_dtype", "float32"}};
 }
 
+void check_config_int(const nlohmann::json& config, const char* key, int64_t want,
+                      const char* job_key, const std::string& where) {
+  if (!config.contains(key) || !config[key].is_number_integer())
+    throw SpecError(where + ": needs an integer " + key);
+  const int64_t got = config[key].get<int64_t>();
+  if (got != want)
+    throw SpecError(fmt::format("{}: {} is {} but the job has {} {}; set {}: {} to load these "
+                                "weights",
+                                where, key, got, job_key, want, job_key, got));
+}
+
 void check_hf_gpt2_config(const nlohmann::json& config, const GPT2Shape& s,
                           const std::string& where) {
   if (!config.is_object())
@@ -120,16 +132,7 @@ void check_hf_gpt2_config(const nlohmann::json& config, const GPT2Shape& s,
                     "; model.init_from reads GPT-2 (model_type gpt2) only");
   }
   const auto check_int = [&](const char* key, int want, const char* job_key) {
-    if (!config.contains(key) || !config[key].is_number_integer()) {
-      throw SpecError(where + ": needs an integer " + key);
-    }
-    const int64_t got = config[key].get<int64_t>();
-    if (got != want) {
-      throw SpecError(
-          fmt::format("{}: {} is {} but the job has {} {}; set {}: {} to load these "
-                      "weights",
-                      where, key, got, job_key, want, job_key, got));
-    }
+    check_config_int(config, key, want, job_key, where);
   };
   check_int("n_layer", s.n_layer, "model.n_layer");
   check_int("n_head", s.n_head, "model.n_head");
@@ -254,6 +257,27 @@ void torchvision_to_resnet(const SafetensorsFile& file, const ModelDescription& 
                    "'; the state dict is not a "
                    "torchvision ResNet of the job's model.depth");
   }
+}
+
+// GPT-2's tokenizer files under the names transformers' GPT2Tokenizer(Fast) reads.
+void copy_gpt2_tokenizer(const std::string& tokenizer_dir, const std::string& dir, int context) {
+  const std::pair<const char*, const char*> files[] = {{"encoder.json", "vocab.json"},
+                                                       {"vocab.bpe", "merges.txt"}};
+  for (const auto& [ours, theirs] : files) {
+    const fs::path from = fs::path(tokenizer_dir) / ours;
+    if (!fs::is_regular_file(from))
+      throw RunError(from.string() +
+                     ": missing; --tokenizer needs GPT-2's encoder.json and "
+                     "vocab.bpe");
+    std::error_code ec;
+    fs::copy_file(from, fs::path(dir) / theirs, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw RunError(from.string() + ": cannot copy to " + dir + ": " + ec.message());
+  }
+  const nlohmann::json config = {
+      {"tokenizer_class", "GPT2Tokenizer"}, {"model_max_length", context},
+      {"bos_token", "<|endoftext|>"},       {"eos_token", "<|endoftext|>"},
+      {"unk_token", "<|endoftext|>"},       {"add_prefix_space", false}};
+  write_text_file((fs::path(dir) / "tokenizer_config.json").string(), config.dump(2) + "\n");
 }
 
 void write_foreign_tensors(const std::string& path, const std::vector<ForeignTensor>& tensors) {

@@ -75,6 +75,14 @@ void torchvision_to_resnet(const SafetensorsFile& file, const ModelDescription& 
 // not).
 void write_foreign_tensors(const std::string& path, const std::vector<ForeignTensor>& tensors);
 void make_export_directory(const std::string& dir);
+// GPT-2's tokenizer files (encoder.json, vocab.bpe from tokenizer_dir) under the names
+// transformers' GPT2Tokenizer(Fast) reads, with a tokenizer_config.json: what `export --tokenizer`
+// ships beside a text model that reads GPT-2's tokens.
+void copy_gpt2_tokenizer(const std::string& tokenizer_dir, const std::string& dir, int context);
+// SpecError unless config.json's integer `key` equals the job's `want` (of `job_key`), saying
+// what to set to load the weights.
+void check_config_int(const nlohmann::json& config, const char* key, int64_t want,
+                      const char* job_key, const std::string& where);
 // A Hugging Face config.json, nesting bounded; RunError/SpecError naming the file.
 nlohmann::json read_config_json(const std::string& config_path);
 

@@ -40,13 +40,13 @@ WeightSource classify_weight_source(const std::string& path) {
     if (p.extension() == ".safetensors") return WeightSource::kSafetensorsFile;
     throw SpecError("model.init_from " + path +
                     " is a file but not a .safetensors file; give a "
-                    "safetensors state dict, a Hugging Face GPT-2 directory or one of our "
+                    "safetensors state dict, a Hugging Face directory (GPT-2, Llama) or one of our "
                     "checkpoints (PyTorch .bin/.pt files are not read: save them with "
                     "safetensors.torch.save_file)");
   }
   if (!fs::is_directory(p, ec)) {
     throw SpecError("model.init_from " + path +
-                    " does not exist; give a Hugging Face GPT-2 "
+                    " does not exist; give a Hugging Face (GPT-2, Llama) "
                     "directory, a .safetensors state dict, or a checkpoint or run directory");
   }
   if (fs::exists(p / "config.json", ec)) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config/model_config.h"
 #include "spec_test_util.h"
 
 using namespace sg;
@@ -36,17 +37,28 @@ TEST_CASE("suggestions are close keys of the same section, or sections") {
   CHECK(did_you_mean("optim.qqqq") == "");
 }
 
-TEST_CASE("the key table has unique paths and every section of the job spec") {
-  std::set<std::string_view> paths, sections;
-  for (const JobSpecKey& key : job_spec_keys()) {
-    CHECK_MESSAGE(paths.insert(key.path).second, key.path);
-    CHECK(find_job_spec_key(key.path) == &key);
-    if (!key.section().empty()) sections.insert(key.section());
+TEST_CASE("each family's key table has unique paths and every section of the job spec") {
+  std::set<std::string_view> sections;
+  for (const ModelFamilyEntry& family : model_family_entries()) {
+    std::set<std::string_view> paths;
+    for (const JobSpecKey& key : job_spec_keys(family.arch)) {
+      CHECK_MESSAGE(paths.insert(key.path).second, family.arch, " ", key.path);
+      if (!key.section().empty()) sections.insert(key.section());
+    }
+    CHECK(paths.count("name") == 1);
+    CHECK(paths.count("seed") == 1);
+    CHECK(paths.count("model.arch") == 1);
   }
   CHECK(sections == std::set<std::string_view>{"model", "data", "optim", "train", "eval",
                                                 "parallel", "devices", "checkpoint", "log"});
-  CHECK(paths.count("name") == 1);
-  CHECK(paths.count("seed") == 1);
+  // The whole table: a path shared by two families appears once for each, the first found.
+  std::set<std::string_view> all;
+  for (const JobSpecKey& key : job_spec_keys()) {
+    const JobSpecKey* found = find_job_spec_key(key.path);
+    REQUIRE(found != nullptr);
+    CHECK(found->path == key.path);
+    if (all.insert(key.path).second) CHECK(found == &key);
+  }
   CHECK(find_job_spec_key("optim.lrr") == nullptr);
   CHECK(is_job_spec_section("optim"));
   CHECK_FALSE(is_job_spec_section("lr"));

@@ -165,7 +165,8 @@ TEST_CASE("a family's keys belong to its model.arch") {
   CHECK(sg::test::differing_keys(resnet, parse_job_spec(yaml, "resolved.yaml", {})).empty());
   // Another family's key is refused where it was written, naming whose key it is.
   CHECK(sg::test::spec_error("model: {arch: resnet, n_layer: 4}\n")
-            .starts_with("job.yaml:1:23: model.n_layer is a key of model.arch gpt2, not of resnet"));
+            .starts_with("job.yaml:1:23: model.n_layer is a key of model.arch gpt2 or llama, not of "
+                         "resnet"));
   CHECK(sg::test::spec_error("model: {depth: 18}\n", {"model.arch=gpt2"})
             .starts_with("job.yaml:1:9: model.depth is a key of model.arch resnet, not of gpt2"));
   // An override of model.arch selects that family's defaults for the rest, and leaves the
@@ -177,7 +178,8 @@ TEST_CASE("a family's keys belong to its model.arch") {
   CHECK(sg::test::spec_error("", {"model.arch=resnet", "model.n_layer=4"})
             .starts_with("--set model.n_layer=4: model.n_layer is a key of model.arch gpt2"));
   CHECK(sg::test::spec_error("", {"model.arch=resnett"})
-            .starts_with("--set model.arch=resnett: model.arch must be one of gpt2, resnet; got "
+            .starts_with("--set model.arch=resnett: model.arch must be one of gpt2, llama, resnet; "
+                         "got "
                          "'resnett'; did you mean 'resnet'?"));
 }
 

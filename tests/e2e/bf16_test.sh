@@ -27,14 +27,6 @@ train() {
     fail "$name: $(tail -2 "$name.log")"
 }
 val_loss() { grep '"val_loss"' "$1/metrics.jsonl" | tail -1 | sed 's/.*"val_loss": \([^,}]*\).*/\1/'; }
-# The per-step lines without their timings: the run's mathematics.
-math_lines() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/, "step_ms".*//'; }
-same_bits() {  # run directories $1 and $2 after step $3: losses, weights, optimizer state
-  local ck=checkpoints/step_$(printf %08d "$3")
-  [[ $(math_lines "$1" | wc -l) -eq $3 ]] && diff <(math_lines "$1") <(math_lines "$2") > /dev/null &&
-    cmp -s "$1/$ck/model.safetensors" "$2/$ck/model.safetensors" &&
-    cmp -s "$1/$ck/optimizer.safetensors" "$2/$ck/optimizer.safetensors"
-}
 within() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
 
 "$bin" info | grep "cpu bf16 products"

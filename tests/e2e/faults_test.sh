@@ -23,7 +23,6 @@ devices: {processes: 2, threads: 1}
 checkpoint: {every: 1000, keep: 0, resume: auto}
 log: {every: 1000}
 Y
-math_lines() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/, "step_ms".*//'; }
 steps_logged() { local n; n=$(grep -c '"grad_norm"' "$1/metrics.jsonl" 2>/dev/null); echo "${n:-0}"; }
 left_behind() { pgrep -f "log.dir=$work/$1" | grep -v "^$$\$" || true; }
 # Waits (at most 60 s) until run directory $1 has logged at least $2 steps.

@@ -24,7 +24,6 @@ devices: {threads: 1}
 checkpoint: {every: 5, resume: never}
 Y
 
-math_lines() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/, "step_ms".*//'; }
 # run NAME DATA TENSOR PIPELINE PROCESSES [extra --set ...]
 run() {
   local name=$1 d=$2 t=$3 p=$4 n=$5
@@ -32,11 +31,6 @@ run() {
   timeout 120 "$bin" train tiny.yaml --set log.dir="$name" --set parallel.data="$d" \
     --set parallel.tensor="$t" --set parallel.pipeline="$p" --set devices.processes="$n" "$@" \
     > "$name.log" 2>&1 || fail "$name: exit $?: $(tail -2 "$name.log")"
-}
-same_bits() {  # same_bits A B: losses, norms, final weights and optimizer state identical
-  [[ $(math_lines "$1" | wc -l) -eq 10 ]] && diff <(math_lines "$1") <(math_lines "$2") > /dev/null &&
-    cmp -s "$1/checkpoints/step_00000010/model.safetensors" "$2/checkpoints/step_00000010/model.safetensors" &&
-    cmp -s "$1/checkpoints/step_00000010/optimizer.safetensors" "$2/checkpoints/step_00000010/optimizer.safetensors"
 }
 
 # --- Equivalence over meshes (processes = data processes x tensor x pipeline) ---------------

@@ -26,6 +26,7 @@ devices: {threads: 1}
 checkpoint: {every: 3, resume: never}
 Y
 
+# run_lib.sh's math_lines and same_bits, with the evaluations and 6 steps.
 math_lines() { grep -v '"grad_norm"' "$1/metrics.jsonl"; grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/, "step_ms".*//'; }
 # run NAME PROCESSES [extra --set ...]
 run() {

@@ -26,6 +26,18 @@ expect() {
     echo "$out" | head -8
   fi
 }
+# The per-step lines of run directory $1's metrics without their timings: what must match
+# bitwise between runs that compute the same thing.
+math_lines() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/, "step_ms".*//'; }
+# same_bits A B [STEPS=10]: STEPS step lines, the same losses and norms, and the same final
+# weights and optimizer state (the checkpoint at step STEPS).
+same_bits() {
+  local steps=${3:-10}
+  local ck=checkpoints/step_$(printf %08d "$steps")
+  [[ $(math_lines "$1" | wc -l) -eq $steps ]] && diff <(math_lines "$1") <(math_lines "$2") > /dev/null &&
+    cmp -s "$1/$ck/model.safetensors" "$2/$ck/model.safetensors" &&
+    cmp -s "$1/$ck/optimizer.safetensors" "$2/$ck/optimizer.safetensors"
+}
 # The per-step training losses of run directory $1, one per line.
 losses() { grep '"grad_norm"' "$1/metrics.jsonl" | sed 's/.*"loss": \([^,]*\),.*/\1/'; }
 # The worst relative difference of two runs' per-step losses.

@@ -18,6 +18,10 @@ CASE:
                       greedy generate(do_sample=False) for each prompt of a --prompts file;
                       top-k 1 is greedy; a seed repeats a sampled run; bad values exit 2 with
                       one error line.
+  llama_import, llama_export, llama_generate
+                      the same three for model.arch llama against transformers'
+                      LlamaForCausalLM (grouped-query attention, rotary positions, a tied head;
+                      the import case also an untied one).
   resnet_torchvision  a random torchvision resnet18(num_classes=10) state dict is model.init_from:
                       our step-0 validation loss (evaluation mode, running statistics) equals
                       torchvision's on the same synthetic images (re-generated here bit for bit
@@ -126,19 +130,21 @@ def gpt2_data(work):
     return data, torch.tensor(val.astype(np.int64))
 
 
-def gpt2_job(work, data, name, init_from="", steps=1, lr=1e-3):
+# The decoder families' model sections for the tiny jobs: GPT-2's, and a Llama of the same width
+# whose 4 query heads share 2 key/value heads.
+MODEL_KEYS = {
+    "gpt2": f"arch: gpt2, n_layer: {N_LAYER}, n_head: {N_HEAD}, n_embd: {N_EMBD}",
+    "llama": f"arch: llama, n_layer: {N_LAYER}, n_head: 4, n_kv_head: 2, n_embd: {N_EMBD}, "
+             "intermediate_size: 48",
+}
+
+
+def gpt2_job(work, data, name, init_from="", steps=1, lr=1e-3, arch="gpt2", extra=""):
     path = os.path.join(work, name + ".yaml")
     with open(path, "w") as f:
         f.write(f"""name: {name}
 seed: 7
-model:
-  arch: gpt2
-  n_layer: {N_LAYER}
-  n_head: {N_HEAD}
-  n_embd: {N_EMBD}
-  context: {CONTEXT}
-  vocab: {VOCAB}
-  init_from: "{init_from}"
+model: {{{MODEL_KEYS[arch]}, context: {CONTEXT}, vocab: {VOCAB}, init_from: "{init_from}"{extra}}}
 data:
   dataset: tokens
   train: {data}/train_*.bin
@@ -175,6 +181,38 @@ def hf_val_loss(model, val):
     return float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)))
 
 
+def random_hf_llama(path, tied=True):
+    config = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=N_EMBD, intermediate_size=48,
+                                      num_hidden_layers=N_LAYER, num_attention_heads=4,
+                                      num_key_value_heads=2, max_position_embeddings=CONTEXT,
+                                      rms_norm_eps=1e-5, rope_theta=10000.0,
+                                      tie_word_embeddings=tied)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config)
+    with torch.no_grad():  # norms away from 1, weights larger than 0.02: each one matters
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(path)
+    return model
+
+
+# What the cases need of each decoder family: transformers' class, a random model saved by
+# save_pretrained, the config.json keys our export must give back, and a shape mismatch.
+FAMILIES = {
+    "gpt2": dict(title="GPT-2", hf=lambda: transformers.GPT2LMHeadModel, random=lambda p: random_hf_gpt2(p),
+                 config_keys=["vocab_size", "n_positions", "n_embd", "n_layer", "n_head",
+                              "activation_function", "layer_norm_epsilon"],
+                 mismatch=("model.n_layer=3", "n_layer is 2 but the job has model.n_layer 3")),
+    "llama": dict(title="Llama", hf=lambda: transformers.LlamaForCausalLM, random=lambda p: random_hf_llama(p),
+                  config_keys=["vocab_size", "max_position_embeddings", "hidden_size",
+                               "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                               "num_key_value_heads", "rms_norm_eps", "rope_theta",
+                               "tie_word_embeddings", "hidden_act"],
+                  mismatch=("model.n_kv_head=4", "num_key_value_heads is 2 but the job has "
+                                                 "model.n_kv_head 4")),
+}
+
+
 def random_hf_gpt2(path):
     config = transformers.GPT2Config(n_layer=N_LAYER, n_head=N_HEAD, n_embd=N_EMBD,
                                      n_positions=CONTEXT, vocab_size=VOCAB)
@@ -187,19 +225,21 @@ def random_hf_gpt2(path):
     return model
 
 
-def case_gpt2_import(work):
+def case_text_import(work, arch):
+    family = FAMILIES[arch]
     data, val = gpt2_data(work)
     hf_dir = os.path.join(work, "hf")
-    model = random_hf_gpt2(hf_dir)
+    model = family["random"](hf_dir)
     theirs = hf_val_loss(model, val)
 
-    job = gpt2_job(work, data, "imported", init_from=hf_dir)
+    job = gpt2_job(work, data, "imported", init_from=hf_dir, arch=arch)
     log = run("train", job).stdout
-    check("initialised from Hugging Face GPT-2" in log, "the run says where its weights came from")
+    check(f"initialised from Hugging Face {family['title']}" in log,
+          "the run says where its weights came from")
     ours = val_loss(os.path.join(work, "runs/imported"), 0)
     print(f"step-0 val loss: singularity {ours:.9f}, transformers {theirs:.9f}, "
           f"relative difference {relative(ours, theirs):.2e}")
-    check(relative(ours, theirs) < LOSS_RTOL, "init_from a transformers GPT-2: same validation loss")
+    check(relative(ours, theirs) < LOSS_RTOL, f"init_from a transformers {family['title']}: same validation loss")
 
     # Any mesh: two processes, each holding half of every layer (tensor parallelism) or one of
     # the two layers (pipeline parallelism, the last stage with its copy of the tied wte).
@@ -221,14 +261,13 @@ def case_gpt2_import(work):
     check(diff == "", "export of the imported weights is save_pretrained's file, bitwise " + diff)
     ours_config = json.load(open(os.path.join(out, "config.json")))
     theirs_config = json.load(open(os.path.join(hf_dir, "config.json")))
-    for key in ["vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "activation_function",
-                "layer_norm_epsilon", "model_type", "architectures"]:
+    for key in family["config_keys"] + ["model_type", "architectures"]:
         check(ours_config[key] == theirs_config[key], f"config.json {key}")
 
     # A job of another shape is refused, naming the key; a pytorch_model.bin is not read.
-    p = run("train", job, "--set", "model.n_layer=3", "--set", "log.dir=" + work + "/runs/bad",
-            expect=2)
-    check("n_layer is 2 but the job has model.n_layer 3" in p.stderr, "shape mismatch: " + p.stderr.strip())
+    setting, words = family["mismatch"]
+    p = run("train", job, "--set", setting, "--set", "log.dir=" + work + "/runs/bad", expect=2)
+    check(words in p.stderr, "shape mismatch: " + p.stderr.strip())
     bin_dir = os.path.join(work, "bin_only")
     os.makedirs(bin_dir)
     shutil.copy(os.path.join(hf_dir, "config.json"), bin_dir)
@@ -236,12 +275,24 @@ def case_gpt2_import(work):
     p = run("train", job, "--set", "model.init_from=" + bin_dir, "--set",
             "log.dir=" + work + "/runs/bad2", expect=2)
     check("pytorch_model.bin is not read" in p.stderr, "pytorch_model.bin refused: " + p.stderr.strip())
+    if arch == "llama":  # an untied head loads into model.tie_embeddings: false, and only there
+        untied = os.path.join(work, "untied")
+        theirs = hf_val_loss(random_hf_llama(untied, tied=False), val)
+        job = gpt2_job(work, data, "untied", init_from=untied, arch=arch,
+                       extra=", tie_embeddings: false")
+        run("train", job)
+        ours = val_loss(os.path.join(work, "runs/untied"), 0)
+        check(relative(ours, theirs) < LOSS_RTOL, f"untied head: {ours:.9f} vs {theirs:.9f}")
+        p = run("train", job, "--set", "model.tie_embeddings=true", "--set",
+                "log.dir=" + work + "/runs/bad3", expect=2)
+        check("set model.tie_embeddings: false" in p.stderr, "untied into tied refused: " + p.stderr.strip())
 
 
-def case_gpt2_export(work):
+def case_text_export(work, arch):
+    family = FAMILIES[arch]
     data, val = gpt2_data(work)
     steps = 3
-    job = gpt2_job(work, data, "trained", steps=steps, lr=1e-2)
+    job = gpt2_job(work, data, "trained", steps=steps, lr=1e-2, arch=arch)
     run("train", job)
     run_dir = os.path.join(work, "runs/trained")
     ours = val_loss(run_dir, steps)
@@ -251,7 +302,7 @@ def case_gpt2_export(work):
     tokenizer = os.path.join(os.environ.get("SINGULARITY_TEST_DATA", "/nonexistent"), "gpt2")
     has_tokenizer = os.path.isfile(os.path.join(tokenizer, "encoder.json"))
     run("export", run_dir, out, "--format", "hf", *(["--tokenizer", tokenizer] if has_tokenizer else []))
-    model = transformers.GPT2LMHeadModel.from_pretrained(out)
+    model = family["hf"]().from_pretrained(out)
     theirs = hf_val_loss(model, val)
     print(f"val loss after {steps} steps: singularity {ours:.9f}, transformers {theirs:.9f}, "
           f"relative difference {relative(ours, theirs):.2e}")
@@ -268,14 +319,14 @@ def case_gpt2_export(work):
     # init_from the export, or from the checkpoint itself, then export: the same tensors.
     for name, source in [("from_hf", out), ("from_checkpoint", run_dir)]:
         again = os.path.join(work, "again_" + name)
-        run("export", gpt2_job(work, data, name, init_from=source), again, "--format", "hf")
+        run("export", gpt2_job(work, data, name, init_from=source, arch=arch), again, "--format", "hf")
         diff = same_tensors(os.path.join(out, "model.safetensors"), os.path.join(again, "model.safetensors"))
         check(diff == "", f"export(init_from({name})) is the export, bitwise {diff}")
 
     p = run("export", run_dir, os.path.join(work, "tv"), "--format", "torchvision", expect=2)
     lines = p.stderr.strip().splitlines()
     check(len(lines) == 1 and lines[0].startswith("error: --format torchvision exports ResNet"),
-          "GPT-2 with --format torchvision refused: " + p.stderr.strip())
+          f"{family['title']} with --format torchvision refused: " + p.stderr.strip())
 
 
 def sample_generated(printed):
@@ -284,16 +335,17 @@ def sample_generated(printed):
             if line.startswith("generated:")]
 
 
-def case_gpt2_generate(work):
+def case_text_generate(work, arch):
+    family = FAMILIES[arch]
     data, _ = gpt2_data(work)
     hf_dir = os.path.join(work, "hf_init")
-    random_hf_gpt2(hf_dir)  # weights far from ties, so one rounding cannot flip a greedy pick
-    job = gpt2_job(work, data, "generate", init_from=hf_dir, steps=1)
+    family["random"](hf_dir)  # weights far from ties, so one rounding cannot flip a greedy pick
+    job = gpt2_job(work, data, "generate", init_from=hf_dir, steps=1, arch=arch)
     run("train", job)
     run_dir = os.path.join(work, "runs/generate")
     out = os.path.join(work, "hf")
     run("export", run_dir, out, "--format", "hf")
-    model = transformers.GPT2LMHeadModel.from_pretrained(out)
+    model = family["hf"]().from_pretrained(out)
     model.eval()
     # Generate for exactly max_new_tokens: no end-of-text stop, as singularity has none.
     model.generation_config.eos_token_id = None
@@ -505,12 +557,15 @@ def case_resnet_torchvision(work):
     p = run("export", os.path.join(work, "runs/trained"), os.path.join(work, "hf"), "--format", "hf",
             expect=2)
     lines = p.stderr.strip().splitlines()
-    check(len(lines) == 1 and lines[0].startswith("error: --format hf exports GPT-2"),
+    check(len(lines) == 1 and lines[0].startswith("error: --format hf exports GPT-2 and Llama"),
           "ResNet with --format hf refused: " + p.stderr.strip())
 
 
-CASES = {"gpt2_import": case_gpt2_import, "gpt2_export": case_gpt2_export,
-         "gpt2_generate": case_gpt2_generate, "resnet_torchvision": case_resnet_torchvision}
+CASES = {"resnet_torchvision": case_resnet_torchvision}
+for _arch in FAMILIES:
+    CASES[_arch + "_import"] = lambda work, a=_arch: case_text_import(work, a)
+    CASES[_arch + "_export"] = lambda work, a=_arch: case_text_export(work, a)
+    CASES[_arch + "_generate"] = lambda work, a=_arch: case_text_generate(work, a)
 
 if __name__ == "__main__":
     start = time.time()
