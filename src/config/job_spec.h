@@ -75,6 +75,12 @@ struct OptimSpec {
   double eps = 1e-8;                       // adamw
   double momentum = 0.9;                   // sgd
   bool nesterov = false;                   // sgd
+  // muon: the hidden layers' 2-D weights take Muon (orthogonalised momentum), everything else
+  // AdamW with lr, betas and eps above (optim/muon.h).
+  double muon_lr = 0.02;        // the matrices' peak learning rate, scheduled as lr
+  double muon_momentum = 0.95;
+  bool muon_nesterov = true;
+  int muon_ns_steps = 5;        // Newton-Schulz iterations
   double weight_decay = 0.1;       // on the tensors the model marks (weights, not norms or biases)
   double grad_clip = 1.0;          // 0 disables clipping
 };

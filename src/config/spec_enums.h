@@ -16,7 +16,7 @@
 
 namespace sg {
 
-enum class OptimizerKind { AdamW, Sgd };                              // optim.name
+enum class OptimizerKind { AdamW, Sgd, Muon };                        // optim.name
 enum class LrDecay { Cosine, Linear, Step, Constant };            // optim.decay
 enum class Precision { FP32, BF16, FP16 };                        // train.precision
 // What a stage recomputes in its backward instead of keeping from the forward (train.recompute):
@@ -32,7 +32,7 @@ template <typename E>
 struct SpecEnumNames;
 template <>
 struct SpecEnumNames<OptimizerKind> {
-  static constexpr std::array<std::string_view, 2> names{"adamw", "sgd"};
+  static constexpr std::array<std::string_view, 3> names{"adamw", "sgd", "muon"};
 };
 template <>
 struct SpecEnumNames<LrDecay> {

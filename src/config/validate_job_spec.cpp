@@ -153,6 +153,17 @@ class SpecChecker : private SpecChecks {
     float_at_least("optim.eps", o.eps, 0, false);
     float_at_least("optim.weight_decay", o.weight_decay, 0, true);
     float_at_least("optim.grad_clip", o.grad_clip, 0, true);
+    float_at_least("optim.muon_lr", o.muon_lr, 0, false);
+    if (!(o.muon_momentum >= 0 && o.muon_momentum < 1))
+      fail({"optim.muon_momentum"},
+           fmt::format("optim.muon_momentum must lie in [0, 1); got {}", o.muon_momentum));
+    at_least("optim.muon_ns_steps", o.muon_ns_steps, 1);
+    at_most("optim.muon_ns_steps", o.muon_ns_steps, 99, "torch.optim.Muon's limit");
+    // Muon's Newton-Schulz iteration runs on the host (optim/muon.h).
+    if (o.name == OptimizerKind::Muon && s_.devices.backend != BackendKind::Cpu)
+      fail({"optim.name", "devices.backend"},
+           "optim.name muon runs on the CPU backend for now (its Newton-Schulz iteration is not "
+           "on the GPU yet); use devices.backend: cpu, or optim.name: adamw");
   }
 
   void check_train() {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "optim/muon.h"
 #include "util/error.h"
 
 namespace sg {
@@ -77,8 +78,12 @@ void SgdOptimizer::apply(float* params, const float* grads, std::span<const Upda
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimSpec& spec, const ParameterLayout& layout,
-                                          size_t begin, size_t end, Backend& backend) {
+                                          size_t begin, size_t end, Backend& backend,
+                                          const OptimizerGroups* groups) {
   switch (spec.name) {
+    case OptimizerKind::Muon:
+      return std::make_unique<MuonOptimizer>(layout, spec, begin, end, backend,
+                                             groups != nullptr ? *groups : OptimizerGroups{});
     case OptimizerKind::AdamW: return std::make_unique<AdamWOptimizer>(layout, spec, begin, end, backend);
     case OptimizerKind::Sgd: return std::make_unique<SgdOptimizer>(layout, spec, begin, end, backend);
   }

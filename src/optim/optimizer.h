@@ -85,9 +85,12 @@ class SgdOptimizer final : public Optimizer {
              int step, float grad_scale) override;
 };
 
-// The optimizer optim.name names, over [begin, end) (clamped to the layout).
+struct OptimizerGroups;
+// The optimizer optim.name names, over [begin, end) (clamped to the layout). groups: what Muon
+// gathers whole matrices over (optim/muon.h); none: one process.
 std::unique_ptr<Optimizer> make_optimizer(const OptimSpec& spec, const ParameterLayout& layout,
                                           size_t begin, size_t end,
-                                          Backend& backend = cpu_backend());
+                                          Backend& backend = cpu_backend(),
+                                          const OptimizerGroups* groups = nullptr);
 
 }  // namespace sg

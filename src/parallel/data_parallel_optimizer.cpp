@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "optim/muon.h"
 #include "parallel/tensor_group.h"
 #include "util/error.h"
 
@@ -21,12 +22,22 @@ size_t shard_begin(int zero, size_t shard_size, int rank) {
   return zero == 0 ? 0 : shard_size * static_cast<size_t>(rank);
 }
 
+// The optimizer of this process's shard; Muon gathers whole matrices over the ZeRO group (when
+// the state is sharded) and the tensor group.
+std::unique_ptr<Optimizer> shard_optimizer(const OptimSpec& spec, const ParameterLayout& layout,
+                                           int zero, size_t shard_size, Communicator& group,
+                                           Backend& backend, Communicator* tensor_group) {
+  const size_t begin = shard_begin(zero, shard_size, group.rank());
+  const OptimizerGroups groups{zero > 0 ? &group : nullptr, shard_size, tensor_group};
+  return make_optimizer(spec, layout, begin, begin + shard_size, backend, &groups);
+}
+
 }  // namespace
 
 DataParallelOptimizer::DataParallelOptimizer(const ParameterLayout& layout, const OptimSpec& spec,
                                              int zero, Communicator& group,
                                              Communicator* model_group, Backend& backend,
-                                             Communicator* host_group)
+                                             Communicator* host_group, Communicator* tensor_group)
     : layout_(layout),
       zero_(zero),
       group_(group),
@@ -35,9 +46,7 @@ DataParallelOptimizer::DataParallelOptimizer(const ParameterLayout& layout, cons
       backend_(backend),
       norm_ranges_(owned_ranges(layout)),
       shard_size_(shard_size_for(layout.total(), zero, group.size())),
-      optimizer_(make_optimizer(spec, layout, shard_begin(zero, shard_size_, group.rank()),
-                                shard_begin(zero, shard_size_, group.rank()) + shard_size_,
-                                backend)) {
+      optimizer_(shard_optimizer(spec, layout, zero, shard_size_, group, backend, tensor_group)) {
   if (zero < 0 || zero > 2) throw SpecError("parallel.zero must be 0, 1 or 2");
   if (zero == 2) shard_scratch_ = Buffer(backend, shard_size_ * sizeof(float));
 }

@@ -28,9 +28,11 @@ class DataParallelOptimizer {
  public:
   // group carries `backend`'s memory (gradients, parameters); host_group (default: group) is
   // the same processes over host memory (norms, checkpointed state), as is model_group.
+  // tensor_group: the tensor-parallel processes (Muon gathers a split matrix over them).
   DataParallelOptimizer(const ParameterLayout& layout, const OptimSpec& spec, int zero,
                         Communicator& group, Communicator* model_group = nullptr,
-                        Backend& backend = cpu_backend(), Communicator* host_group = nullptr);
+                        Backend& backend = cpu_backend(), Communicator* host_group = nullptr,
+                        Communicator* tensor_group = nullptr);
 
   // Elements the parameter and gradient buffers must hold (>= layout.total()).
   size_t padded_size() const {

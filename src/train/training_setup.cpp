@@ -177,7 +177,8 @@ void build_process_model(const RunEnvironment& env, ProcessModel& model, DeviceT
   const ParameterLayout& layout = *model.layout;
   model.optimizer = std::make_unique<DataParallelOptimizer>(
       layout, spec.optim, spec.parallel.zero, mesh.data_device(),
-      layout.sharded() ? mesh.model_group.get() : nullptr, backend, mesh.data_group.get());
+      layout.sharded() ? mesh.model_group.get() : nullptr, backend, mesh.data_group.get(),
+      &mesh.tensor_device());
   const size_t padded = model.optimizer->padded_size();
   model.params = Buffer(backend, padded * sizeof(float));
   model.grads = Buffer(backend, padded * sizeof(float));

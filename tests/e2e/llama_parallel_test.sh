@@ -4,6 +4,7 @@
 # - equivalence: one tiny grouped-query job under several (data, tensor, pipeline) meshes, ZeRO
 #   and recompute, per-step losses within a relative 1e-5 of the single-process run; an untied
 #   head likewise;
+# - Muon: the same equivalence under tensor parallelism and ZeRO, and bitwise determinism;
 # - deterministic mode: the same mesh on 1, 2 and 4 (data) and on 4 and 8 (hybrid) processes is
 #   bitwise identical;
 # - a key/value head count the tensor split does not divide is refused, naming the rule.
@@ -75,6 +76,26 @@ run untied-1-2-2 1 2 2 4 --set model.tie_embeddings=false
 near untied-1-1-1 untied-1-2-2
 grep -q "tied head" untied-1-1-1.log && fail "model.tie_embeddings=false still reports a tied head"
 diff -q <(losses m-1-1-1) <(losses untied-1-1-1) > /dev/null && fail "the untied head trains as the tied one"
+
+# Muon: a split matrix is gathered and orthogonalised whole (tensor), a ZeRO shard's matrices
+# are orthogonalised whole after an all-gather of the momentum (zero 1 and 2).
+check
+run muon-1-1-1 1 1 1 1 --set optim.name=muon
+diff -q <(losses m-1-1-1) <(losses muon-1-1-1) > /dev/null && fail "optim.name muon trains as adamw"
+for mesh in "2 1 1 2 --set parallel.zero=1" "2 2 1 4 --set parallel.zero=2" "1 2 2 4" "4 1 1 2 --set parallel.zero=1"; do
+  set -- $mesh
+  check
+  name=muon-$1-$2-$3-on-$4${6:+-zero}
+  run "$name" "$@" --set optim.name=muon
+  near muon-1-1-1 "$name"
+done
+check
+run muon-det-1 4 1 1 1 --set optim.name=muon --set train.deterministic=true
+run muon-det-2 4 2 1 4 --set optim.name=muon --set train.deterministic=true --set parallel.zero=1
+run muon-det-4 4 2 1 8 --set optim.name=muon --set train.deterministic=true --set parallel.zero=1
+same_bits muon-det-2 muon-det-4 && echo "deterministic muon: data 4 x tensor 2, ZeRO-1, on 8 processes is bitwise identical to 4" ||
+  fail "deterministic muon: 8 processes differ from 4"
+near muon-det-1 muon-det-2
 
 # --- Deterministic mode across process counts ---------------------------------------------
 check
