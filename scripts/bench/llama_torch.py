@@ -80,7 +80,7 @@ class Llama(nn.Module):
         for block in self.layers:
             x = block(x, cos, sin)
         logits = self.lm_head(self.norm(x))
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
 
 
 def main():
@@ -109,7 +109,7 @@ def main():
                             lr=3e-4, betas=(0.9, 0.95), fused=True)
     step_fn = torch.compile(model) if args.compile else model
     tokens = torch.randint(0, args.vocab, (args.batch, args.context + 1))
-    x, y = tokens[:, :-1], tokens[:, 1:]
+    x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
     times = []
     first = None
     for i in range(args.warmup + args.steps):

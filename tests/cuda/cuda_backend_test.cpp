@@ -16,12 +16,25 @@
 #include "backend/backend.h"
 #include "backend/device.h"
 #include "kernels/rope.h"
+#include "tests/backend/backend_op_cases.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "util/error.h"
 
 using namespace sg::test;
 using namespace sg::test::gpu_support;
 using sg::Backend;
+
+// The table of backend-op cases (tests/backend/backend_op_cases.h): every op in it on the GPU
+// against the CPU backend, at the case's tolerance (0: bitwise).
+TEST_CASE("every op of the backend-op table on the GPU against the CPU backend") {
+  int index = 0;
+  for (const sg::test::BackendOpCase& c : sg::test::backend_op_cases()) {
+    INFO("op " << c.op);
+    sg::test::OpRun run(gpu(), /*exact=*/false, 0x5eed + static_cast<uint64_t>(++index));
+    run.set_tolerance(c.tolerance);
+    c.run(run);
+  }
+}
 
 TEST_CASE("memory: copies, fills of every dtype, an impossible allocation") {
   const auto x = random_floats(1000, 1);
