@@ -96,6 +96,15 @@ run muon-det-4 4 2 1 8 --set optim.name=muon --set train.deterministic=true --se
 same_bits muon-det-2 muon-det-4 && echo "deterministic muon: data 4 x tensor 2, ZeRO-1, on 8 processes is bitwise identical to 4" ||
   fail "deterministic muon: 8 processes differ from 4"
 near muon-det-1 muon-det-2
+# A Muon run stopped at step 5 and resumed (its momentum from the checkpoint) is bitwise the
+# uninterrupted run, here on a ZeRO-1 mesh of two.
+check
+run muon-whole 2 1 1 2 --set optim.name=muon --set parallel.zero=1 --set checkpoint.every=5
+run muon-resumed 2 1 1 2 --set optim.name=muon --set parallel.zero=1 --set checkpoint.every=5 --stop-after 5
+run muon-resumed 2 1 1 2 --set optim.name=muon --set parallel.zero=1 --set checkpoint.every=5 --set checkpoint.resume=auto
+grep -q "resumed from .*step_00000005" muon-resumed.log || fail "the Muon run did not resume at step 5"
+same_bits muon-whole muon-resumed && echo "muon resumed at step 5: bitwise the uninterrupted run" ||
+  fail "muon: the resumed run differs from the uninterrupted one"
 
 # --- Deterministic mode across process counts ---------------------------------------------
 check
