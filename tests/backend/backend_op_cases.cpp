@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "kernels/conv2d.h"
+#include "kernels/pool.h"
 #include "kernels/rope.h"
 
 namespace sg::test {
@@ -272,6 +274,23 @@ void copy(OpRun& r) {
   r.both([&](Backend& be, int s) { be.copy(b[s], a[s], kParams * sizeof(float)); });
   r.expect(b, "copy");
 }
+void upload_batch(OpRun& r) {
+  const std::vector<int32_t> host{3, 1, 4, 1, 5, 9, 2, 6, 5};
+  auto dst = r.input(std::vector<int32_t>(host.size(), 0));
+  r.both([&](Backend& be, int s) { be.upload_batch(dst[s], host.data(), host.size() * sizeof(int32_t)); });
+  r.both([&](Backend& be, int) { be.synchronize(); });
+  r.expect(dst, "uploaded");
+}
+// fp32 to bf16 (round to nearest even) and back: the bf16 bits must agree exactly.
+void convert(OpRun& r) {
+  auto x = r.random(kParams, -100, 100), back = r.random(kParams);
+  auto half = r.input(std::vector<uint16_t>(kParams, 0));
+  r.both([&](Backend& be, int s) {
+    be.convert(Act(half[s], DType::BF16), x[s], kParams);
+    be.convert(back[s], ConstAct(half[s], DType::BF16), kParams);
+  });
+  r.expect(half, "bf16 bits"), r.expect(back, "widened back");
+}
 void fill(OpRun& r) {
   auto a = r.random(kParams);
   r.both([&](Backend& be, int s) {
@@ -280,9 +299,163 @@ void fill(OpRun& r) {
   r.expect(a, "filled");
 }
 
+// --- convolutional networks: NHWC activations, M = N*H*W rows of C channels ---
+constexpr long kM = 150;
+constexpr int kCh = 24;
+constexpr float kEps = 1e-5f;
+// A strided, padded 3x3 convolution with a ragged output size.
+constexpr Conv2dShape kConv{2, 7, 6, 6, 5, 3, 3, 2, 1, 1};
+void conv2d_forward(OpRun& r) {
+  auto out = r.random(kConv.out_size()), inp = r.random(kConv.in_size()), w = r.random(kConv.weight_size());
+  r.both([&](Backend& be, int s) { be.conv2d_forward(out[s], inp[s], w[s], kConv); });
+  r.expect(out, "out");
+}
+void conv2d_backward(OpRun& r) {
+  auto dinp = r.random(kConv.in_size()), dw = r.random(kConv.weight_size());
+  auto dout = r.random(kConv.out_size()), inp = r.random(kConv.in_size()), w = r.random(kConv.weight_size());
+  r.both([&](Backend& be, int s) { be.conv2d_backward(dinp[s], dw[s], dout[s], inp[s], w[s], kConv); });
+  r.expect(dinp, "dinp"), r.expect(dw, "dweight");
+}
+// A forward's statistics for the backward cases (the same on both backends).
+struct BatchNormForward {
+  OpPair<float> out, mean, var, inp, gamma, beta;
+};
+BatchNormForward batchnorm_forward(OpRun& r, bool relu) {
+  BatchNormForward f{r.random(kM * kCh), r.random(kCh), r.random(kCh), r.random(kM * kCh, -2, 3),
+                     r.random(kCh, 0.5f, 1.5f), r.random(kCh)};
+  r.both([&](Backend& be, int s) {
+    if (relu) be.batchnorm_relu_forward_train(f.out[s], f.mean[s], f.var[s], f.inp[s], f.gamma[s], f.beta[s], kM, kCh, kEps);
+    else be.batchnorm_forward_train(f.out[s], f.mean[s], f.var[s], f.inp[s], f.gamma[s], f.beta[s], kM, kCh, kEps);
+  });
+  return f;
+}
+void batchnorm_forward_train(OpRun& r) {
+  const BatchNormForward f = batchnorm_forward(r, false);
+  r.expect(f.out, "out"), r.expect(f.mean, "mean"), r.expect(f.var, "var");
+}
+void batchnorm_relu_forward_train(OpRun& r) {
+  const BatchNormForward f = batchnorm_forward(r, true);
+  r.expect(f.out, "out"), r.expect(f.mean, "mean"), r.expect(f.var, "var");
+}
+void batchnorm_add_relu_forward_train(OpRun& r) {
+  auto out = r.random(kM * kCh), mean = r.random(kCh), var = r.random(kCh), inp = r.random(kM * kCh, -2, 3);
+  auto gamma = r.random(kCh, 0.5f, 1.5f), beta = r.random(kCh), residual = r.random(kM * kCh);
+  r.both([&](Backend& be, int s) {
+    be.batchnorm_add_relu_forward_train(out[s], mean[s], var[s], inp[s], gamma[s], beta[s], residual[s], kM, kCh, kEps);
+  });
+  r.expect(out, "out"), r.expect(mean, "mean"), r.expect(var, "var");
+}
+void batchnorm_backward(OpRun& r) {
+  const BatchNormForward f = batchnorm_forward(r, false);
+  auto dinp = r.random(kM * kCh), dgamma = r.random(kCh), dbeta = r.random(kCh), dout = r.random(kM * kCh);
+  r.both([&](Backend& be, int s) {
+    be.batchnorm_backward(dinp[s], dgamma[s], dbeta[s], dout[s], f.inp[s], f.mean[s], f.var[s], f.gamma[s], kM, kCh, kEps);
+  });
+  r.expect(dinp, "dinp"), r.expect(dgamma, "dgamma"), r.expect(dbeta, "dbeta");
+}
+void batchnorm_relu_backward(OpRun& r) {
+  const BatchNormForward f = batchnorm_forward(r, true);
+  auto dinp = r.random(kM * kCh), dgamma = r.random(kCh), dbeta = r.random(kCh), dout = r.random(kM * kCh);
+  r.both([&](Backend& be, int s) {
+    be.batchnorm_relu_backward(dinp[s], dgamma[s], dbeta[s], dout[s], f.inp[s], f.out[s], f.mean[s], f.var[s],
+                               f.gamma[s], f.beta[s], kM, kCh, kEps);
+  });
+  r.expect(dinp, "dinp"), r.expect(dgamma, "dgamma"), r.expect(dbeta, "dbeta");
+}
+void batchnorm_add_relu_backward(OpRun& r) {
+  const BatchNormForward f = batchnorm_forward(r, false);
+  auto dinp = r.random(kM * kCh), dgamma = r.random(kCh), dbeta = r.random(kCh), dout = r.random(kM * kCh);
+  auto g = r.random(kM * kCh), out = r.random(kM * kCh);
+  r.both([&](Backend& be, int s) {
+    be.batchnorm_add_relu_backward(dinp[s], dgamma[s], dbeta[s], dout[s], g[s], out[s], f.inp[s], f.mean[s],
+                                   f.var[s], f.gamma[s], kM, kCh, kEps);
+  });
+  r.expect(dinp, "dinp"), r.expect(dgamma, "dgamma"), r.expect(dbeta, "dbeta"), r.expect(dout, "dout");
+}
+// The split batch norm, step by step: sums, statistics, normalisation, the backward's sums and
+// input gradient, the running statistics.
+void batchnorm_split(OpRun& r, int upto) {
+  auto inp = r.random(kM * kCh, -2, 3);
+  auto sums = r.input(std::vector<double>(2 * kCh, 0.0));
+  r.both([&](Backend& be, int s) { be.batchnorm_sums(sums[s], inp[s], kM, kCh); });
+  if (upto == 0) return r.expect(sums, "sums");
+  auto mean = r.random(kCh), var = r.random(kCh);
+  r.both([&](Backend& be, int s) { be.batchnorm_stats(mean[s], var[s], sums[s], static_cast<double>(kM), kCh); });
+  if (upto == 1) return r.expect(mean, "mean"), r.expect(var, "var");
+  auto out = r.random(kM * kCh), gamma = r.random(kCh, 0.5f, 1.5f), beta = r.random(kCh);
+  r.both([&](Backend& be, int s) { be.batchnorm_normalize(out[s], inp[s], mean[s], var[s], gamma[s], beta[s], kM, kCh, kEps); });
+  if (upto == 2) return r.expect(out, "out");
+  auto bsums = r.input(std::vector<double>(2 * kCh, 0.0));
+  auto dgamma = r.random(kCh), dbeta = r.random(kCh);
+  auto dout = r.random(kM * kCh), dinp = r.random(kM * kCh);
+  r.both([&](Backend& be, int s) {
+    be.batchnorm_backward_sums(bsums[s], dgamma[s], dbeta[s], dout[s], inp[s], mean[s], var[s], kM, kCh, kEps);
+  });
+  if (upto == 3) return r.expect(bsums, "backward sums"), r.expect(dgamma, "dgamma"), r.expect(dbeta, "dbeta");
+  r.both([&](Backend& be, int s) {
+    be.batchnorm_backward_input(dinp[s], bsums[s], dout[s], inp[s], mean[s], var[s], gamma[s],
+                                static_cast<double>(kM), kM, kCh, kEps);
+  });
+  if (upto == 4) return r.expect(dinp, "dinp");
+  auto rmean = r.random(kCh), rvar = r.random(kCh, 0.5f, 2);
+  r.both([&](Backend& be, int s) { be.batchnorm_update_running(rmean[s], rvar[s], mean[s], var[s], static_cast<double>(kM), kCh, 0.1f); });
+  r.expect(rmean, "running mean"), r.expect(rvar, "running var");
+}
+void batchnorm_sums(OpRun& r) { batchnorm_split(r, 0); }
+void batchnorm_stats(OpRun& r) { batchnorm_split(r, 1); }
+void batchnorm_normalize(OpRun& r) { batchnorm_split(r, 2); }
+void batchnorm_backward_sums(OpRun& r) { batchnorm_split(r, 3); }
+void batchnorm_backward_input(OpRun& r) { batchnorm_split(r, 4); }
+void batchnorm_update_running(OpRun& r) { batchnorm_split(r, 5); }
+constexpr Pool2dShape kPool{2, 9, 7, 6, 3, 3, 2, 1};
+void maxpool(OpRun& r, bool backward) {
+  auto out = r.random(kPool.out_size()), inp = r.random(kPool.in_size());
+  auto argmax = r.input(std::vector<int32_t>(kPool.out_size(), 0));
+  r.both([&](Backend& be, int s) { be.maxpool_forward(out[s], argmax[s], inp[s], kPool); });
+  if (!backward) return r.expect(out, "out"), r.expect(argmax, "argmax");
+  auto dinp = r.random(kPool.in_size()), dout = r.random(kPool.out_size());
+  r.both([&](Backend& be, int s) { be.maxpool_backward(dinp[s], dout[s], argmax[s], kPool); });
+  r.expect(dinp, "dinp");
+}
+void maxpool_forward(OpRun& r) { maxpool(r, false); }
+void maxpool_backward(OpRun& r) { maxpool(r, true); }
+void nchw_to_nhwc(OpRun& r) {
+  auto out = r.random(3 * 5 * 42), inp = r.random(3 * 5 * 42);
+  r.both([&](Backend& be, int s) { be.nchw_to_nhwc(out[s], inp[s], 3, 5, 42); });
+  r.expect(out, "out");
+}
+void global_avgpool_forward(OpRun& r) {
+  auto out = r.random(3 * kCh), inp = r.random(3 * 49 * kCh);
+  r.both([&](Backend& be, int s) { be.global_avgpool_forward(out[s], inp[s], 3, 49, kCh); });
+  r.expect(out, "out");
+}
+void global_avgpool_backward(OpRun& r) {
+  auto dinp = r.random(3 * 49 * kCh), dout = r.random(3 * kCh);
+  r.both([&](Backend& be, int s) { be.global_avgpool_backward(dinp[s], dout[s], 3, 49, kCh); });
+  r.expect(dinp, "dinp");
+}
+constexpr int kClasses = 11;
+void classifier_loss_forward_backward(OpRun& r) {
+  auto losses = r.random(kN), dlogits = r.random(kN * kClasses), logits = r.random(kN * kClasses, -4, 4);
+  auto labels = r.ids(kN, kClasses);
+  r.both([&](Backend& be, int s) {
+    be.classifier_loss_forward_backward(losses[s], dlogits[s], logits[s], labels[s], 0.1f, 0.25f, kN, kClasses);
+  });
+  r.expect(losses, "losses"), r.expect(dlogits, "dlogits");
+}
+void classifier_correct(OpRun& r) {
+  auto logits = r.random(kN * kClasses, -4, 4);
+  auto labels = r.ids(kN, kClasses);
+  auto top1 = r.input(std::vector<int64_t>(1, -1)), top5 = r.input(std::vector<int64_t>(1, -1));
+  r.both([&](Backend& be, int s) { be.classifier_correct(top1[s], top5[s], logits[s], labels[s], kN, kClasses); });
+  r.expect(top1, "top1"), r.expect(top5, "top5");
+}
+
 constexpr BackendOpCase kCases[] = {
     {"copy", 0, copy},
     {"fill", 0, fill},
+    {"upload_batch", 0, upload_batch},
+    {"convert", 0, convert},
     {"matmul_forward", 1e-5, matmul_forward},
     {"matmul_backward", 1e-5, matmul_backward},
     {"gelu_forward", 1e-6, gelu_forward},
@@ -323,6 +496,27 @@ constexpr BackendOpCase kCases[] = {
     {"sgd_update", 1e-6, sgd_update},
     {"sgd_update_ranges", 1e-6, sgd_update_ranges},
     {"sum_of_squares", 1e-6, sum_of_squares},
+    {"conv2d_forward", 1e-5, conv2d_forward},
+    {"conv2d_backward", 1e-5, conv2d_backward},
+    {"batchnorm_forward_train", 1e-5, batchnorm_forward_train},
+    {"batchnorm_relu_forward_train", 1e-5, batchnorm_relu_forward_train},
+    {"batchnorm_add_relu_forward_train", 1e-5, batchnorm_add_relu_forward_train},
+    {"batchnorm_backward", 1e-5, batchnorm_backward},
+    {"batchnorm_relu_backward", 1e-5, batchnorm_relu_backward},
+    {"batchnorm_add_relu_backward", 1e-5, batchnorm_add_relu_backward},
+    {"batchnorm_sums", 1e-6, batchnorm_sums},
+    {"batchnorm_stats", 1e-6, batchnorm_stats},
+    {"batchnorm_normalize", 1e-5, batchnorm_normalize},
+    {"batchnorm_backward_sums", 1e-5, batchnorm_backward_sums},
+    {"batchnorm_backward_input", 1e-5, batchnorm_backward_input},
+    {"batchnorm_update_running", 1e-6, batchnorm_update_running},
+    {"maxpool_forward", 0, maxpool_forward},
+    {"maxpool_backward", 0, maxpool_backward},
+    {"nchw_to_nhwc", 0, nchw_to_nhwc},
+    {"global_avgpool_forward", 1e-6, global_avgpool_forward},
+    {"global_avgpool_backward", 1e-6, global_avgpool_backward},
+    {"classifier_loss_forward_backward", 1e-5, classifier_loss_forward_backward},
+    {"classifier_correct", 0, classifier_correct},
 };
 
 }  // namespace

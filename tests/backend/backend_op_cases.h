@@ -1,6 +1,7 @@
 #pragma once
 // The table of backend-op cases (as ggml's test-backend-ops): one entry per op of
-// src/backend/backend.h that computes, each calling the op on a subject backend and on the CPU
+// src/backend/backend.h that computes the same thing on every backend (not attention_storage,
+// device_memory_peak or conv2d_filter, whose results are each backend's own), each calling the op on a subject backend and on the CPU
 // backend (the reference) with the same random inputs at small, awkward shapes, and comparing
 // every output. backend_ops_test.cpp runs the table on the guarded backend (tests/
 // guarded_backend.h: the CPU's kernels behind device-only memory, bitwise); the GPU test
