@@ -11,6 +11,7 @@
 #include "config/load_job_spec.h"
 #include "data/batch_source.h"
 #include "model/model_family.h"
+#include "optim/muon.h"
 #include "optim/optimizer.h"
 #include "parallel/pipeline_schedule.h"
 #include "train/trainer.h"
@@ -207,6 +208,9 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
   const double grads_bytes = 4 * model_share;
   const double state_whole = 4 * state_count * model_share;
   const double optimizer_bytes = state_whole / (spec.parallel.zero >= 1 ? data_processes : 1);
+  const double muon_scratch_bytes = spec.optim.name == OptimizerKind::Muon
+                                        ? 4 * muon_scratch_floats(model, model_share)
+                                        : 0.0;
   // Weights, gradients and optimizer state are fp32 in memory in every precision; activations
   // are stored in 16 bits where the family and the backend have it (docs/bf16.md), and the
   // products then multiply a bf16 working copy of the weights.
@@ -233,6 +237,10 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
              spec.parallel.zero >= 1 ? fmt::format("; ZeRO-{}: 1/{} of {}", spec.parallel.zero,
                                                    data_processes, human_bytes(state_whole))
                                      : "");
+  if (muon_scratch_bytes > 0)
+    print("  muon scratch     {} (the Nesterov momentum over the flat buffer, the largest matrix "
+          "whole)\n",
+          human_bytes(muon_scratch_bytes));
   print("  activations      {} (micro-batch {}{} {}, with backward scratch{}{})\n",
              human_bytes(activation_bytes), stage_batch,
              units > 1 ? fmt::format(" x {}", units) : std::string(), unit,
@@ -244,7 +252,8 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
                                  replicas_per_process, spec.train.micro_batch)
                    : "");
   const double total_bytes =
-      params_bytes + weight_copy_bytes + grads_bytes + optimizer_bytes + activation_bytes;
+      params_bytes + weight_copy_bytes + grads_bytes + optimizer_bytes + muon_scratch_bytes +
+      activation_bytes;
   print("  total            {}\n", human_bytes(total_bytes));
   j["memory"] = {{"precision", spec.train.precision},
                  {"storage", act16 ? "bf16 activations" : "fp32"},
@@ -252,6 +261,7 @@ int run_plan_command(const std::string& job_path, const std::vector<std::string>
                  {"weight_copy_bytes", weight_copy_bytes},
                  {"gradients_bytes", grads_bytes},
                  {"optimizer_state_bytes", optimizer_bytes},
+                 {"optimizer_scratch_bytes", muon_scratch_bytes},
                  {"activations_bytes", activation_bytes},
                  {"total_bytes", total_bytes}};
   if (!gpu.empty()) plan_gpu_estimate(spec, *family, gpu, as_json, j);

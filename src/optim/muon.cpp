@@ -25,6 +25,14 @@ bool is_muon_tensor(const ParamTensor& t, const ParameterLayout& layout) {
          !t.tied_copy;
 }
 
+double muon_scratch_floats(const ModelDescription& model, double flat_floats) {
+  double largest = 0;
+  for (const TensorSpec& t : model.tensors)
+    if (t.shape.size() == 2 && t.block >= 0 && t.block < model.blocks)
+      largest = std::max(largest, static_cast<double>(element_count(t.shape)));
+  return flat_floats + 6 * largest;
+}
+
 void newton_schulz(float* out, const float* u, int rows, int cols, int steps) {
   // X (m, n), m <= n: u or its transpose.
   const bool tall = rows > cols;

@@ -41,6 +41,11 @@ struct OptimizerGroups {
 // Whether tensor t takes Muon: a 2-D weight inside the model's blocks.
 bool is_muon_tensor(const ParamTensor& t, const ParameterLayout& layout);
 
+// Floats of host scratch Muon keeps besides its state, for `plan`: u over the flat buffer
+// (flat_floats) and, for the largest matrix, its gathered parts, the whole, the result and the
+// Newton-Schulz work (about six times its size).
+double muon_scratch_floats(const ModelDescription& model, double flat_floats);
+
 // torch.optim.Muon's orthogonalisation of u (rows, cols) into out, in fp32 (see above).
 void newton_schulz(float* out, const float* u, int rows, int cols, int steps);
 

@@ -85,6 +85,9 @@ expect 2 'did you mean' -- "$bin" plan --set optim.lrr=0.1
 # A good plan prints the resolved spec, parameters, FLOPs and memory.
 expect 0 'parameters: +[0-9]+' -- "$bin" plan
 expect 0 'optimizer state' -- "$bin" plan
+# Muon's host scratch is counted, and its GPU refusal names the way out.
+expect 0 'muon scratch +[0-9.]+ (KiB|MiB)' -- "$bin" plan --set optim.name=muon --set model.arch=llama
+expect 2 'optim.name muon runs on the CPU backend for now.*devices.backend: cpu' -- "$bin" plan --set optim.name=muon --set devices.backend=cuda
 expect 0 'n_layer: 12' -- "$bin" plan --set model.n_layer=12
 
 # Runtime errors exit 1: a dataset glob that matches nothing.
