@@ -1,8 +1,8 @@
 #pragma once
 // A model family (docs/architecture.md, "Tensors, models and optimizers"): everything the trainer,
 // the pipeline runner, the optimizer, ZeRO, checkpoints, `plan` and `eval` need to know about a
-// model, behind one interface, so none of them names a model. GPT-2 (gpt2_family.h) and ResNet
-// (resnet_family.h) implement it; make_model_family (model_registry.cpp) picks one by model.arch.
+// model, behind one interface, so none of them names a model. GPT-2 (gpt2_family.h), Llama
+// (llama_family.h) and ResNet (resnet_family.h) implement it; make_model_family (model_registry.cpp) picks one by model.arch.
 //
 // A family describes the whole model as a plain value (tensors, blocks, costs; see
 // parameter_layout.h), initialises any shard of it, builds the module of one pipeline stage on
