@@ -39,11 +39,11 @@ void position_add(float* out,        // (B,T,C) +=
                   int B, int T, int C);
 
 // As encoder_backward, but only tokens in [v0, v0+Vl) touch dwte_local (row inp-v0); dwpe gets
-// every position. Same deterministic, thread-count-independent summation order as
+// every position, or is null for a model without a position table (Llama). Same deterministic, thread-count-independent summation order as
 // encoder_backward, so each rank's rows are bitwise those encoder_backward gives.
 // encoder_backward is this with v0 = 0, Vl = INT_MAX.
 void encoder_backward_vocab_range(float* dwte_local,   // (Vl,C)   +=
-                                  float* dwpe,         // (maxT,C) +=
+                                  float* dwpe,         // (maxT,C) +=, or null
                                   const float* dout,   // (B,T,C)
                                   const int32_t* inp,  // (B,T)
                                   int B, int T, int C, int v0, int Vl);

@@ -66,8 +66,14 @@ void encoder_backward_vocab_range(float* dwte_local, float* dwpe, const float* d
       for (int t = 0; t < T; ++t) {
         const long bt = static_cast<long>(b) * T + t;
         const float* dout_bt = dout + bt * C;                       // (C)
-        float* dwpe_t = dwpe + static_cast<long>(t) * C;            // (C)
         const long row = static_cast<long>(inp[bt]) - v0;
+        if (dwpe == nullptr) {  // no position table (Llama)
+          if (row < 0 || row >= Vl) continue;
+          float* dwte_row = dwte_local + row * C;                   // (C)
+          for (int c = c0; c < c1; ++c) dwte_row[c] += dout_bt[c];
+          continue;
+        }
+        float* dwpe_t = dwpe + static_cast<long>(t) * C;            // (C)
         if (row >= 0 && row < Vl) {
           float* dwte_row = dwte_local + row * C;                   // (C)
           for (int c = c0; c < c1; ++c) {

@@ -131,6 +131,7 @@ class Backend {
                                              const float* wte_local, int N, int C, int v0,
                                              int Vl) = 0;
   virtual void position_add(float* out, const float* wpe, int B, int T, int C) = 0;
+  // dwpe may be null (no position table).
   virtual void encoder_backward_vocab_range(float* dwte_local, float* dwpe, const float* dout,
                                             const int32_t* inp, int B, int T, int C, int v0,
                                             int Vl) = 0;

@@ -92,9 +92,6 @@ size_t Llama::lay_out(void* base, const LlamaShape& shape, const ParameterLayout
   scratch.datt = carve.take(att.scratch);
   scratch.dhidden = carve.take(N * w.I);
   scratch.dgate_up = carve.take(N * 2 * w.I);
-  // The embedding's backward kernel also sums a position table's gradient; Llama has none, so
-  // that sum lands here and is dropped.
-  if (layout.first_stage()) scratch.dembed_pos = carve.take(static_cast<size_t>(T) * C);
   scratch.rope_cos = carve.take(static_cast<size_t>(T) * w.HS / 2);
   scratch.rope_sin = carve.take(static_cast<size_t>(T) * w.HS / 2);
   if (slots_out != nullptr) *slots_out = std::move(placed);
@@ -269,8 +266,7 @@ void Llama::backward_stage(int slot, float* grads, const float* params, const in
   }
   if (layout_.first_stage()) {
     const int C = shape_.n_embd;
-    backend_.zero(scratch_.dembed_pos, static_cast<size_t>(T_) * C);
-    backend_.encoder_backward_vocab_range(grads + embed_, scratch_.dembed_pos, scratch_.dresidual,
+    backend_.encoder_backward_vocab_range(grads + embed_, nullptr, scratch_.dresidual,
                                           inputs, B_, T_, C, split_.vocab_begin,
                                           split_.vocab_rows);
     ready(0, 1);

@@ -67,8 +67,7 @@ class Llama final : public StageModel {
   struct Scratch {
     float *fused = nullptr, *proj = nullptr;  // qkv before rope; o_proj's and down_proj's output
     float *dresidual = nullptr, *dln = nullptr, *dqkv = nullptr, *dfused = nullptr,
-          *datty = nullptr, *datt = nullptr, *dhidden = nullptr, *dgate_up = nullptr,
-          *dembed_pos = nullptr;
+          *datty = nullptr, *datt = nullptr, *dhidden = nullptr, *dgate_up = nullptr;
     float *rope_cos = nullptr, *rope_sin = nullptr;
   };
   // Places the activations and scratch from `base` (null: only counts); returns the bytes. The

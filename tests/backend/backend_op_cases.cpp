@@ -147,6 +147,11 @@ void encoder_backward_vocab_range(OpRun& r) {
     be.encoder_backward_vocab_range(dwte[s], dwpe[s], dout[s], ids[s], kB, kT, kC, 32, 64);
   });
   r.expect(dwte, "dwte (+=)"), r.expect(dwpe, "dwpe (+=)");
+  auto dwte_only = r.random(64 * kC);  // no position table (Llama)
+  r.both([&](Backend& be, int s) {
+    be.encoder_backward_vocab_range(dwte_only[s], nullptr, dout[s], ids[s], kB, kT, kC, 32, 64);
+  });
+  r.expect(dwte_only, "dwte, no position table (+=)");
 }
 void rmsnorm_forward(OpRun& r) {
   auto out = r.random(kN * kC), rstd = r.random(kN), inp = r.random(kN * kC, -3, 3), w = r.random(kC);

@@ -271,6 +271,11 @@ TEST_CASE("vocab-parallel encoder backward gives each rank its rows of encoder_b
                                               inp.data(), kB, kT, kC, v0, Vl);
         CHECK(bitwise_equal(dwte_local.data(), dwte.data() + v0 * kC, dwte_local.size()));
         CHECK(bitwise_equal(dwpe_r.data(), dwpe.data(), dwpe.size()));
+        // Without a position table (Llama): the same embedding rows.
+        std::vector<float> dwte_only(dwte0.begin() + v0 * kC, dwte0.begin() + (v0 + Vl) * kC);
+        sg::cpu::encoder_backward_vocab_range(dwte_only.data(), nullptr, dout.data(), inp.data(),
+                                              kB, kT, kC, v0, Vl);
+        CHECK(bitwise_equal(dwte_only.data(), dwte.data() + v0 * kC, dwte_only.size()));
       }
     }
   }
